@@ -1,0 +1,54 @@
+"""The `fastkafka` command: one sub-command per tool, each a module with ``main(argv) -> int``.
+
+Example::
+
+    $ fastkafka serve --override log.dirs=./data
+    $ fastkafka dump-log data/orders-0/00000000000000000000.log
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+# name -> (module, one-line help). A tool is offered only once its module exists, so the
+# command never advertises a sub-command that is not built yet.
+TOOLS = {
+    "serve": ("fastkafka.cli.serve", "start a broker (Kafka's server.properties names)"),
+    "dump-log": ("fastkafka.cli.dump_log", "print batches of .log files and entries of .index/.timeindex files"),
+    "topics": ("fastkafka.cli.topics", "create, list, describe, delete topics"),
+    "produce": ("fastkafka.cli.produce", "produce lines from stdin or files"),
+    "consume": ("fastkafka.cli.consume", "consume records"),
+    "groups": ("fastkafka.cli.groups", "list and describe consumer groups"),
+    "perf": ("fastkafka.cli.perf", "producer / consumer performance test"),
+    "load": ("fastkafka.cli.load", "load topics into Parquet with PySpark"),
+}
+
+
+def available() -> dict[str, tuple[str, str]]:
+    return {name: spec for name, spec in TOOLS.items() if importlib.util.find_spec(spec[0]) is not None}
+
+
+def usage(tools: dict[str, tuple[str, str]]) -> str:
+    lines = ["usage: fastkafka COMMAND [ARGS...]", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in tools.items()]
+    lines += ["", "`fastkafka COMMAND --help` explains each command."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    tools = available()
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage(tools))
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in tools:
+        print(f"fastkafka: unknown command {name!r}\n\n{usage(tools)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(tools[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
