@@ -1,0 +1,3 @@
+def sendfile_step(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+    """Send up to ``count`` bytes of ``in_fd`` from ``offset`` to ``out_fd``; 0 when it would block."""
+    ...
