@@ -15,6 +15,12 @@ cdef enum:
     VARINT_OVERLONG = -2
 
 
+cdef inline uint64_t zigzag64(int64_t v) noexcept nogil:
+    # Shift as unsigned: a left shift of a negative signed value is undefined behaviour in C.
+    # The right shift relies on it being arithmetic, as every compiler we build with makes it.
+    return (<uint64_t>v << 1) ^ <uint64_t>(v >> 63)
+
+
 cdef inline int uvarint_size(uint64_t u) noexcept nogil:
     cdef int n = 1
     while u >= 0x80:
@@ -24,7 +30,7 @@ cdef inline int uvarint_size(uint64_t u) noexcept nogil:
 
 
 cdef inline int varlong_size(int64_t v) noexcept nogil:
-    return uvarint_size(<uint64_t>((v << 1) ^ (v >> 63)))
+    return uvarint_size(zigzag64(v))
 
 
 cdef inline int write_uvarint(unsigned char* out, uint64_t u) noexcept nogil:
@@ -39,7 +45,7 @@ cdef inline int write_uvarint(unsigned char* out, uint64_t u) noexcept nogil:
 
 
 cdef inline int write_varlong(unsigned char* out, int64_t v) noexcept nogil:
-    return write_uvarint(out, <uint64_t>((v << 1) ^ (v >> 63)))
+    return write_uvarint(out, zigzag64(v))
 
 
 cdef inline Py_ssize_t read_uvarint(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
