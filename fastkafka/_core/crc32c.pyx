@@ -7,8 +7,9 @@
 # CRC-32C here is the standard one (iSCSI, RFC 3720): reflected polynomial 0x82F63B78,
 # register preset to ~0, result inverted, so crc32c(b"123456789") == 0xE3069283. The engines
 # (CRC32 instruction with six interleaved streams, or slicing-by-8 tables) live in
-# crc32c_impl.h and are picked once, at import, from cpuid. Set FASTKAFKA_CRC32C=sw in the
-# environment before import to pin the software engine (for tests of other modules).
+# crc32c_impl.h and are picked once, at import, from cpuid. FASTKAFKA_CRC32C=sw (or =sse4.2) in
+# the environment before import caps the choice at the software (single-stream) engine, so
+# tests can exercise every engine on one machine.
 import os
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
@@ -19,13 +20,15 @@ cdef extern from "crc32c_impl.h":
     uint32_t fk_crc32c_raw(uint32_t crc, const unsigned char* p, size_t n) noexcept nogil
     uint32_t fk_crc32c_sw(uint32_t crc, const unsigned char* p, size_t n) noexcept nogil
     uint32_t fk_crc32c_shift(uint32_t raw, uint64_t nbytes) noexcept nogil
-    int fk_crc32c_init(int allow_hw) noexcept
+    int fk_crc32c_init(int max_engine) noexcept
 
 # Below this many bytes the checksum takes less time than dropping and retaking the GIL.
 cdef enum:
     NOGIL_THRESHOLD = 4096
 
-cdef int _engine = fk_crc32c_init(os.environ.get("FASTKAFKA_CRC32C", "").lower() != "sw")
+_ENGINES = ("software", "sse4.2", "sse4.2+pclmul")
+cdef int _engine = fk_crc32c_init(
+    {"sw": 0, "software": 0, "sse4.2": 1}.get(os.environ.get("FASTKAFKA_CRC32C", "").lower(), 2))
 
 
 cdef uint32_t crc32c_update(uint32_t crc, const unsigned char* buf, size_t n) noexcept nogil:
@@ -130,4 +133,4 @@ def engine():
         >>> engine() in ("sse4.2+pclmul", "sse4.2", "software")
         True
     """
-    return ("software", "sse4.2", "sse4.2+pclmul")[_engine]
+    return _ENGINES[_engine]

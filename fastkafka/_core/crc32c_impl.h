@@ -252,19 +252,20 @@ static inline uint32_t fk_crc32c_raw(uint32_t crc, const unsigned char *p, size_
     return fk_crc32c_sw(crc, p, n);
 }
 
-/* Build the tables and pick the engine; `allow_hw` = 0 pins the software engine. */
-static int fk_crc32c_init(int allow_hw)
+/* Build the tables and pick the best engine the CPU has, but none above `max_engine`
+   (0 pins software, 1 the single-stream instruction) so tests can reach every engine. */
+static int fk_crc32c_init(int max_engine)
 {
     fk_crc32c_sw_init();
     fk_crc32c_engine = 0;
 #ifdef FK_CRC32C_X86
     __builtin_cpu_init();
-    if (allow_hw && __builtin_cpu_supports("sse4.2")) {
+    if (max_engine >= 1 && __builtin_cpu_supports("sse4.2")) {
         fk_crc32c_hw_init();
-        fk_crc32c_engine = __builtin_cpu_supports("pclmul") ? 2 : 1;
+        fk_crc32c_engine = (max_engine >= 2 && __builtin_cpu_supports("pclmul")) ? 2 : 1;
     }
 #else
-    (void)allow_hw;
+    (void)max_engine;
 #endif
     return fk_crc32c_engine;
 }

@@ -1,0 +1,204 @@
+"""CRC-32C: golden vectors, parity with two independent packages, chaining, every engine."""
+import array
+import mmap
+import os
+import subprocess
+import sys
+import threading
+
+import crc32c as ref_crc32c
+import google_crc32c
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fastkafka._core import crc32c as fk
+
+IMPLS = {"crc32c": fk.crc32c, "crc32c_sw": fk.crc32c_sw}
+impls = pytest.mark.parametrize("impl", list(IMPLS.values()), ids=list(IMPLS))
+
+
+def reference(data):
+    """The two independent implementations must agree with each other before we trust them."""
+    a = ref_crc32c.crc32c(bytes(data))
+    assert a == google_crc32c.value(bytes(data))
+    return a
+
+
+# --- golden vectors -----------------------------------------------------------------------
+
+# RFC 3720 (iSCSI) appendix B.4, whose listings show each CRC's bytes least significant first.
+RFC3720 = [
+    (bytes(32), 0x8A9136AA),
+    (b"\xff" * 32, 0x62A8AB43),
+    (bytes(range(32)), 0x46DD794E),
+    (bytes(range(31, -1, -1)), 0x113FDB5C),
+    # An iSCSI SCSI Read (10) command PDU.
+    (bytes.fromhex(
+        "01c00000000000000000000000000000"
+        "14000000000004000000001400000018"
+        "28000000000000000200000000000000"), 0xD9963A56),
+]
+
+
+@impls
+def test_check_value_and_empty(impl):
+    assert impl(b"123456789") == 0xE3069283
+    assert impl(b"") == 0
+    assert impl(b"", 0xDEADBEEF) == 0xDEADBEEF
+    assert impl(bytes(32)) == 0x8A9136AA
+
+
+@impls
+@pytest.mark.parametrize("data,expected", RFC3720, ids=range(len(RFC3720)))
+def test_rfc3720_vectors(impl, data, expected):
+    assert reference(data) == expected
+    assert impl(data) == expected
+
+
+def test_engine_reporting():
+    assert fk.engine() in ("sse4.2+pclmul", "sse4.2", "software")
+    assert fk.hardware() == (fk.engine() != "software")
+
+
+# --- parity with independent implementations ----------------------------------------------
+
+@impls
+def test_every_length_up_to_300_and_the_stripe_boundaries(impl):
+    # Lengths around 6 x {64, 512, 4096}, the stripe sets of the interleaved engine, and the
+    # 4 KiB GIL threshold exercise every loop of every engine and the joins between them.
+    blob = os.urandom(3 * 6 * 4096 + 100)
+    lengths = list(range(301))
+    for stripe_set in (6 * 64, 6 * 512, 4096, 6 * 4096):
+        lengths += [stripe_set - 1, stripe_set, stripe_set + 1, 2 * stripe_set + 7]
+    for n in lengths:
+        assert impl(blob[:n]) == reference(blob[:n]), n
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.binary(max_size=5000), value=st.integers(0, 2**32 - 1))
+def test_matches_reference_random(data, value):
+    expected = google_crc32c.extend(value, data)
+    assert expected == ref_crc32c.crc32c(data, value)
+    assert fk.crc32c(data, value) == expected
+    assert fk.crc32c_sw(data, value) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(0, 3000), max_size=4))
+def test_chaining_at_random_split_points(data, cuts):
+    bounds = sorted({0, len(data), *(min(c, len(data)) for c in cuts)})
+    for impl in IMPLS.values():
+        crc = 0
+        for lo, hi in zip(bounds, bounds[1:]):
+            crc = impl(data[lo:hi], crc)
+        assert crc == reference(data)
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=st.binary(max_size=2000), b=st.binary(max_size=2000))
+def test_combine(a, b):
+    assert fk.crc32c_combine(fk.crc32c(a), fk.crc32c(b), len(b)) == reference(a + b)
+
+
+def test_large_buffers_and_chained_megabytes():
+    blob = os.urandom((1 << 20) + 12345)
+    assert fk.crc32c(blob) == reference(blob)
+    assert fk.crc32c_sw(blob) == reference(blob)
+    half = len(blob) // 2 + 3
+    assert fk.crc32c(blob[half:], fk.crc32c(blob[:half])) == reference(blob)
+
+
+# --- input kinds --------------------------------------------------------------------------
+
+@impls
+def test_unaligned_memoryview_slices(impl):
+    blob = os.urandom(8192 + 64)
+    view = memoryview(blob)
+    for offset in range(1, 16):
+        for n in (0, 1, 7, 8, 63, 200, 385, 3073, 8192):
+            assert impl(view[offset:offset + n]) == reference(blob[offset:offset + n]), (offset, n)
+
+
+@impls
+def test_buffer_kinds(impl):
+    blob = os.urandom(10000)
+    expected = reference(blob)
+    assert impl(bytearray(blob)) == expected
+    assert impl(memoryview(blob)) == expected
+    assert impl(array.array("B", blob)) == expected
+    # A multi-byte format is checksummed as its raw bytes.
+    assert impl(memoryview(blob).cast("I")) == expected
+
+
+@impls
+def test_mmap_input(impl, tmp_path):
+    blob = os.urandom(3 * 4096 + 17)
+    path = tmp_path / "segment.log"
+    path.write_bytes(blob)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert impl(m) == reference(blob)
+        assert impl(memoryview(m)[5:4000]) == reference(blob[5:4000])
+
+
+@impls
+def test_rejects_non_contiguous_and_non_buffers(impl):
+    with pytest.raises(BufferError, match="C-contiguous"):
+        impl(memoryview(b"abcdef")[::2])
+    with pytest.raises(TypeError):
+        impl("123456789")
+    with pytest.raises(TypeError):
+        impl(None)
+
+
+@impls
+def test_value_out_of_range(impl):
+    with pytest.raises(OverflowError):
+        impl(b"x", -1)
+    with pytest.raises(OverflowError):
+        impl(b"x", 2**32)
+
+
+def test_concurrent_threads_without_the_gil():
+    # Buffers above 4 KiB run with the GIL released; threads must not disturb each other.
+    blobs = [os.urandom((2 << 20) + i) for i in range(2)]
+    expected = [reference(b) for b in blobs]
+    results = [[], []]
+
+    def work(i):
+        for _ in range(4):
+            results[i].append(fk.crc32c(blobs[i]))
+            results[i].append(fk.crc32c(bytearray(blobs[i][:5000])))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(2):
+        assert results[i] == [expected[i], reference(blobs[i][:5000])] * 4
+
+
+# --- each engine, chosen at import ---------------------------------------------------------
+
+PROBE = """
+import os, sys, google_crc32c
+from fastkafka._core import crc32c as fk
+blob = os.urandom(200000)
+for n in (0, 1, 9, 383, 384, 3072, 3073, 24576, 24577 + 3072 + 384 + 5, 200000):
+    for off in (0, 3):
+        assert fk.crc32c(blob[off:off + n]) == google_crc32c.value(blob[off:off + n]), (n, off)
+print(fk.engine())
+"""
+
+
+@pytest.mark.parametrize("cap,allowed", [
+    ("sw", {"software"}),
+    ("sse4.2", {"sse4.2", "software"}),
+    ("", {"sse4.2+pclmul", "sse4.2", "software"}),
+])
+def test_each_engine_in_a_fresh_interpreter(cap, allowed):
+    env = dict(os.environ, FASTKAFKA_CRC32C=cap)
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() in allowed
