@@ -1,0 +1,274 @@
+"""A network processor: one thread, one ``selectors`` selector, many connections.
+
+The acceptor hands it sockets; it cuts their input into frames, passes each frame to the
+request channel as a :class:`Request`, and writes the response the handler completes it with.
+Per connection at most one request is in flight (the connection is muted until its response has
+left), which keeps pipelined responses in order without sequence numbers.
+
+Handlers may complete a request from any thread: completions go through a deque and a
+socketpair wakes the selector. Unframeable or oversized input closes that connection only;
+nothing a client sends can stop the loop.
+"""
+from __future__ import annotations
+
+import logging
+import selectors
+import socket
+import threading
+import time
+from collections import deque
+from typing import Callable
+
+from .connection import Connection, FrameError
+from .send import Send
+
+__all__ = ["Processor", "Request"]
+
+log = logging.getLogger("fastkafka.server")
+
+_READ = selectors.EVENT_READ
+_WRITE = selectors.EVENT_WRITE
+_NO_RESPONSE = object()
+_CLOSE = object()
+
+
+class Request:
+    """One received frame and the way back to its connection; complete it exactly once.
+
+    ``frame`` is a writable ``bytearray`` owned by the handler from now on.
+    """
+
+    __slots__ = ("processor", "conn", "frame", "received", "listener")
+
+    def __init__(self, processor: "Processor", conn: Connection, frame: bytearray):
+        self.processor = processor
+        self.conn = conn
+        self.frame = frame
+        self.received = time.monotonic()
+        self.listener = conn.listener
+
+    @property
+    def connection_id(self) -> str:
+        return self.conn.id
+
+    def respond(self, chunks: list) -> None:
+        """Send ``chunks`` (bytes and FileRegions: response header + body) as one size-prefixed frame."""
+        size = 0
+        for c in chunks:
+            size += len(c)
+        self.processor.complete(self.conn, [size.to_bytes(4, "big"), *chunks])
+
+    def no_response(self) -> None:
+        """The request needs no answer (Produce with acks=0): just unmute the connection."""
+        self.processor.complete(self.conn, _NO_RESPONSE)
+
+    def close_connection(self) -> None:
+        """Drop the connection instead of answering (what Kafka does for unparsable requests)."""
+        self.processor.complete(self.conn, _CLOSE)
+
+
+class Processor(threading.Thread):
+    """Owns its connections; thread-safe entry points are :meth:`assign`, :meth:`complete`, :meth:`shutdown`."""
+
+    def __init__(self, index: int, submit: Callable[[Request], None], *, max_frame: int,
+                 idle_ms: int, on_close: Callable[[Connection], None]):
+        super().__init__(name=f"fastkafka-network-{index}", daemon=True)
+        self.index = index
+        self._submit = submit
+        self._max_frame = max_frame
+        self._idle_s = idle_ms / 1000.0
+        self._on_close = on_close
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._sel.register(self._wake_r, _READ, None)
+        self._wake_pending = False
+        self._new: deque[tuple[socket.socket, object, str]] = deque()
+        self._completions: deque[tuple[Connection, object]] = deque()
+        self._conns: dict[int, Connection] = {}
+        self._counter = 0
+        self._draining = False
+        self._stopped = threading.Event()
+
+    # --- thread-safe entry points ---
+    def assign(self, sock: socket.socket, peer, listener: str) -> None:
+        self._new.append((sock, peer, listener))
+        self._wakeup()
+
+    def complete(self, conn: Connection, response) -> None:
+        self._completions.append((conn, response))
+        if threading.current_thread() is not self:  # inline handlers are drained by the loop itself
+            self._wakeup()
+
+    def shutdown(self, timeout: float) -> None:
+        """Stop taking requests, let in-flight ones finish and their responses leave, then close all."""
+        self._draining = True
+        self._wakeup()
+        self._stopped.wait(timeout)
+        if not self._stopped.is_set():
+            self._draining = "now"
+            self._wakeup()
+            self._stopped.wait(2.0)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._conns)
+
+    def _wakeup(self) -> None:
+        if self._wake_pending:
+            return
+        self._wake_pending = True
+        try:
+            self._wake_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass
+
+    # --- the loop ---
+    def run(self) -> None:
+        next_reap = time.monotonic() + 1.0
+        try:
+            while True:
+                for key, mask in self._sel.select(0.5):
+                    conn = key.data
+                    if conn is None:
+                        self._drain_wakeups()
+                        continue
+                    if mask & _WRITE:
+                        self._on_writable(conn)
+                    if mask & _READ and not conn.closed:
+                        self._on_readable(conn)
+                self._register_new()
+                self._process_completions()
+                now = time.monotonic()
+                if now >= next_reap:
+                    self._reap_idle(now)
+                    next_reap = now + 1.0
+                if self._draining and self._drained():
+                    break
+        except Exception:  # a bug here must not leave clients hanging silently
+            log.exception("network processor %d failed", self.index)
+        finally:
+            for conn in list(self._conns.values()):
+                self._close(conn)
+            self._sel.close()
+            self._wake_r.close()
+            self._wake_w.close()
+            self._stopped.set()
+
+    def _drained(self) -> bool:
+        if self._draining == "now":
+            return True
+        return not any(c.muted for c in self._conns.values()) and not self._completions
+
+    def _drain_wakeups(self) -> None:
+        self._wake_pending = False
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def _register_new(self) -> None:
+        while self._new:
+            sock, peer, listener = self._new.popleft()
+            if self._draining:
+                sock.close()
+                self._on_close(None)
+                continue
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            local = sock.getsockname()
+            self._counter += 1
+            conn_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{self.index}-{self._counter}"
+            conn = Connection(conn_id, sock, peer, listener, self._max_frame)
+            self._conns[conn.fd] = conn
+            self._set_interest(conn, _READ)
+
+    def _set_interest(self, conn: Connection, events: int) -> None:
+        if conn.events == events or conn.closed:
+            return
+        if conn.events == 0:
+            self._sel.register(conn.sock, events, conn)
+        elif events == 0:
+            self._sel.unregister(conn.sock)
+        else:
+            self._sel.modify(conn.sock, events, conn)
+        conn.events = events
+
+    def _on_readable(self, conn: Connection) -> None:
+        try:
+            if not conn.read():
+                self._close(conn)
+                return
+        except (BlockingIOError, InterruptedError):
+            return
+        except FrameError as e:
+            log.warning("closing %s: %s", conn.id, e)
+            self._close(conn)
+            return
+        except OSError as e:
+            log.debug("closing %s: %s", conn.id, e)
+            self._close(conn)
+            return
+        self._next_request(conn)
+
+    def _next_request(self, conn: Connection) -> None:
+        """The connection is idle: start its next buffered request, or listen for one."""
+        if conn.frames and not self._draining:
+            frame = conn.frames.popleft()
+            conn.muted = True
+            self._set_interest(conn, 0)
+            self._submit(Request(self, conn, frame))
+        else:
+            self._set_interest(conn, 0 if self._draining else _READ)
+
+    def _process_completions(self) -> None:
+        completions = self._completions
+        while completions:
+            conn, response = completions.popleft()
+            if conn.closed:
+                if isinstance(response, list):
+                    Send(response).abandon()
+                continue
+            if response is _CLOSE:
+                self._close(conn)
+                continue
+            if response is not _NO_RESPONSE:
+                conn.send = Send(response)
+                if not self._write(conn):
+                    continue
+            conn.muted = False
+            self._next_request(conn)
+
+    def _write(self, conn: Connection) -> bool:
+        """Push the pending response; True when it is out (False: waiting for writability or closed)."""
+        try:
+            if conn.write():
+                return True
+        except (OSError, EOFError) as e:
+            log.debug("closing %s while sending: %s", conn.id, e)
+            self._close(conn)
+            return False
+        self._set_interest(conn, _WRITE)
+        return False
+
+    def _on_writable(self, conn: Connection) -> None:
+        if conn.send is not None and self._write(conn):
+            conn.muted = False
+            self._next_request(conn)
+
+    def _reap_idle(self, now: float) -> None:
+        limit = now - self._idle_s
+        for conn in list(self._conns.values()):
+            if conn.last_active < limit and not conn.muted:
+                log.debug("closing %s: idle for more than %.0f ms", conn.id, self._idle_s * 1000)
+                self._close(conn)
+
+    def _close(self, conn: Connection) -> None:
+        if conn.closed:
+            return
+        self._set_interest(conn, 0)
+        self._conns.pop(conn.fd, None)
+        conn.close()
+        self._on_close(conn)

@@ -1,0 +1,132 @@
+"""A response on its way out: bytes chunks and file regions, written in order, resumable.
+
+A response is a list whose items are bytes-like objects or :class:`FileRegion`\\ s. Runs of
+bytes go out with one ``sendmsg`` (scatter/gather, no join); a region goes out with
+:func:`fastkafka._core.transfer.sendfile_step`, so fetched records move from the page cache to
+the socket without entering Python (DESIGN §3). A non-blocking socket may take only part of
+it: :meth:`Send.write_to` remembers where it stopped and is called again once the socket is
+writable.
+
+Example::
+
+    >>> import socket
+    >>> a, b = socket.socketpair()
+    >>> s = Send([b"\\x00\\x00\\x00\\x02", b"hi"])
+    >>> s.write_to(a), b.recv(16)
+    (True, b'\\x00\\x00\\x00\\x02hi')
+"""
+from __future__ import annotations
+
+import socket
+from typing import Callable, Sequence
+
+from fastkafka._core.transfer import sendfile_step
+
+__all__ = ["FileRegion", "Send", "response_size"]
+
+# Linux's IOV_MAX is 1024; a response with more chunks is sent over several calls.
+_MAX_IOV = 512
+
+
+class FileRegion:
+    """``length`` bytes of the open file ``fd`` from ``position``, sent with sendfile.
+
+    ``release`` (optional) is called exactly once when the region has been sent or the
+    connection dropped, so whoever lent the descriptor can close or unpin it.
+    """
+
+    __slots__ = ("fd", "position", "length", "release")
+
+    def __init__(self, fd: int, position: int, length: int, release: Callable[[], None] | None = None):
+        self.fd = fd
+        self.position = position
+        self.length = length
+        self.release = release
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __repr__(self) -> str:
+        return f"FileRegion(fd={self.fd}, position={self.position}, length={self.length})"
+
+    def done(self) -> None:
+        release, self.release = self.release, None
+        if release is not None:
+            release()
+
+
+def response_size(chunks: Sequence) -> int:
+    """Total bytes of a chunk list (regions count by their length)."""
+    return sum(len(c) for c in chunks)
+
+
+class Send:
+    """Progress of one response through a non-blocking socket. Not thread-safe: one processor owns it."""
+
+    __slots__ = ("chunks", "index", "offset")
+
+    def __init__(self, chunks: Sequence):
+        self.chunks = chunks
+        self.index = 0   # first chunk not fully sent
+        self.offset = 0  # bytes of chunks[index] already sent
+
+    def write_to(self, sock: socket.socket) -> bool:
+        """Write as much as the socket takes; True when everything is sent.
+
+        Raises OSError (peer gone) and EOFError (a region's file shrank under us).
+        """
+        chunks = self.chunks
+        n_chunks = len(chunks)
+        while self.index < n_chunks:
+            chunk = chunks[self.index]
+            if type(chunk) is FileRegion:
+                remaining = chunk.length - self.offset
+                if remaining:
+                    sent = sendfile_step(sock.fileno(), chunk.fd, chunk.position + self.offset, remaining)
+                    if sent == 0:
+                        return False
+                    self.offset += sent
+                    if sent < remaining:
+                        continue
+                chunk.done()
+                self.index += 1
+                self.offset = 0
+                continue
+            # gather the run of bytes chunks up to the next region
+            end = self.index
+            bufs = []
+            while end < n_chunks and type(chunks[end]) is not FileRegion and len(bufs) < _MAX_IOV:
+                bufs.append(chunks[end])
+                end += 1
+            if self.offset:
+                bufs[0] = memoryview(bufs[0])[self.offset:]
+            try:
+                sent = sock.sendmsg(bufs)
+            except (BlockingIOError, InterruptedError):
+                return False
+            # advance over what went out
+            i = self.index
+            off = self.offset
+            while sent:
+                left = len(chunks[i]) - off
+                if sent >= left:
+                    sent -= left
+                    i += 1
+                    off = 0
+                else:
+                    off += sent
+                    sent = 0
+            while i < end and len(chunks[i]) == off:  # zero-length chunks
+                i += 1
+                off = 0
+            self.index, self.offset = i, off
+            if i < end:
+                return False  # the socket took only part of the run: it is full
+        return True
+
+    def abandon(self) -> None:
+        """The connection is gone: release every region not yet released."""
+        for chunk in self.chunks[self.index:]:
+            if type(chunk) is FileRegion:
+                chunk.done()
+        self.index = len(self.chunks)
