@@ -1,0 +1,22 @@
+# Contract of the mmap'd offset and time indexes of a segment (layout in index.pyx).
+from libc.stdint cimport int64_t
+
+cdef class _MmapIndex:
+    cdef unsigned char* map
+    cdef Py_ssize_t map_len       # bytes mapped (max size while writable, the file's size otherwise)
+    cdef readonly int entry_size
+    cdef readonly Py_ssize_t entries
+    cdef readonly int64_t base_offset
+    cdef readonly object path
+    cdef readonly bint writable
+    cdef readonly Py_ssize_t max_index_size
+
+    cdef int _map(self, Py_ssize_t length) except -1
+    cdef void _unmap(self) noexcept
+
+cdef class OffsetIndex(_MmapIndex):
+    cdef int64_t floor_position(self, int64_t target_offset) noexcept
+    cdef Py_ssize_t _floor_slot(self, int64_t target_offset) noexcept
+
+cdef class TimeIndex(_MmapIndex):
+    cdef Py_ssize_t _floor_slot(self, int64_t target_ts) noexcept

@@ -1,0 +1,349 @@
+# The sparse indexes of a segment, mmap'd like Kafka's (files named by the segment's base offset).
+#
+# Byte layout (big-endian, so Kafka's tools read them):
+#   .index      8 bytes per entry: relativeOffset int32 (offset - base_offset) | position int32 in .log
+#   .timeindex 12 bytes per entry: timestamp int64 | relativeOffset int32
+# Entries are strictly increasing (offsets; timestamps), so lookups are a floor binary search.
+# A writable index is preallocated to log.index.size.max.bytes (a sparse file) and mapped whole;
+# `entries` says how many slots are used. On roll it is trimmed to entries * entry_size, so a
+# cleanly closed index's length gives its entry count; an untrimmed file left by a crash fails
+# is_valid() (zeros are not increasing) and is rebuilt from the log, as all indexes are derived data.
+#
+# Thread-safety: one writer (the Log holding its lock) appends/truncates; readers call lookup
+# concurrently. An entry is written before `entries` is bumped, so a reader sees whole entries.
+# trim/resize/close remap and must only run when no reader uses the index (the Log does them on
+# segments it has just taken out of, or not yet put into, the readers' snapshot... or accepts that
+# a concurrent lookup sees the old mapping, which stays valid until munmap: see LogSegment).
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, INT32_MAX
+from libc.string cimport memset
+from libc.errno cimport errno
+from posix.fcntl cimport open as c_open, O_RDWR, O_RDONLY, O_CREAT
+from posix.unistd cimport close as c_close, ftruncate, lseek
+cdef extern from "<unistd.h>":
+    enum: SEEK_END
+from posix.mman cimport mmap, munmap, msync, PROT_READ, PROT_WRITE, MAP_SHARED, MAP_FAILED, MS_SYNC
+
+import os
+
+cdef extern from "<fcntl.h>":
+    int O_CLOEXEC
+
+
+cdef inline int64_t _be64(const unsigned char* p) noexcept nogil:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | p[i]
+    return <int64_t>v
+
+
+cdef inline int32_t _be32(const unsigned char* p) noexcept nogil:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+
+
+cdef inline void _put32(unsigned char* p, uint32_t v) noexcept nogil:
+    p[0] = v >> 24; p[1] = (v >> 16) & 0xFF; p[2] = (v >> 8) & 0xFF; p[3] = v & 0xFF
+
+
+cdef inline void _put64(unsigned char* p, uint64_t v) noexcept nogil:
+    _put32(p, <uint32_t>(v >> 32))
+    _put32(p + 4, <uint32_t>v)
+
+
+cdef class _MmapIndex:
+    """Shared mechanism of both indexes: the mapping, preallocation, trimming."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.map = NULL
+        self.map_len = 0
+
+    def __init__(self, path, int64_t base_offset, Py_ssize_t max_index_size=10 * 1024 * 1024,
+                 bint writable=True):
+        self.path = os.fsdecode(path)
+        self.base_offset = base_offset
+        self.writable = writable
+        cdef Py_ssize_t length = self._file_length(True)
+        self.entries = length // self.entry_size
+        if writable:
+            self.max_index_size = max(max_index_size - max_index_size % self.entry_size, length)
+        else:
+            self.max_index_size = length
+        self._map(self.max_index_size)
+
+    cdef int _map(self, Py_ssize_t length) except -1:
+        cdef bytes p = os.fsencode(self.path)
+        cdef int fd = c_open(p, (O_RDWR | O_CREAT if self.writable else O_RDONLY) | O_CLOEXEC, 0o644)
+        cdef void* m
+        if fd < 0:
+            raise OSError(errno, os.strerror(errno), self.path)
+        try:
+            if self.writable and lseek(fd, 0, SEEK_END) != length:
+                if ftruncate(fd, length) < 0:
+                    raise OSError(errno, os.strerror(errno), self.path)
+            if length > 0:
+                m = mmap(NULL, length, PROT_READ | (PROT_WRITE if self.writable else 0), MAP_SHARED, fd, 0)
+                if m == MAP_FAILED:
+                    raise OSError(errno, os.strerror(errno), self.path)
+                self.map = <unsigned char*>m
+            self.map_len = length
+        finally:
+            c_close(fd)   # the mapping does not need the descriptor: indexes cost no fd budget
+        return 0
+
+    def _file_length(self, bint create):
+        try:
+            return os.stat(self.path).st_size
+        except FileNotFoundError:
+            if not (create and self.writable):
+                raise
+            return 0
+
+    cdef void _unmap(self) noexcept:
+        if self.map != NULL:
+            munmap(self.map, self.map_len)
+            self.map = NULL
+        self.map_len = 0
+
+    def __dealloc__(self):
+        self._unmap()
+
+    @property
+    def max_entries(self):
+        return self.max_index_size // self.entry_size
+
+    @property
+    def is_full(self):
+        return self.entries >= self.max_index_size // self.entry_size
+
+    @property
+    def size_in_bytes(self):
+        return self.entries * self.entry_size
+
+    def _check_writable(self):
+        if not self.writable or self.map == NULL and self.max_index_size > 0:
+            raise ValueError(f"index {self.path} is not writable or is closed")
+
+    def reset(self):
+        """Drop every entry (before a rebuild). Writer only."""
+        self._check_writable()
+        if self.map != NULL:
+            memset(self.map, 0, self.map_len)
+        self.entries = 0
+
+    def trim(self):
+        """Shrink the file to its entries (on roll); the index is then full and read-only.
+        Writer only, and not concurrently with lookups on this object."""
+        if not self.writable:
+            return
+        self._unmap()
+        self.max_index_size = self.entries * self.entry_size
+        self._map(self.max_index_size)
+
+    def resize(self, Py_ssize_t max_index_size):
+        """Grow (or shrink, never below the entries) the preallocated size: a segment made active
+        again. Same thread rules as trim."""
+        if not self.writable:
+            raise ValueError("read-only index")
+        max_index_size -= max_index_size % self.entry_size
+        self._unmap()
+        self.max_index_size = max(max_index_size, self.entries * self.entry_size)
+        self._map(self.max_index_size)
+
+    def flush(self):
+        """msync the mapping (on flush of the segment)."""
+        if self.map != NULL and self.writable:
+            if msync(self.map, self.map_len, MS_SYNC) < 0:
+                raise OSError(errno, os.strerror(errno), self.path)
+
+    def close(self):
+        """Unmap; a writable index is trimmed first so its length gives its entries on reopen."""
+        if self.writable and self.map != NULL:
+            self.trim()
+        self._unmap()
+
+    def delete(self):
+        """Unmap and remove the file (missing file is fine)."""
+        self._unmap()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def rename(self, new_path):
+        """Rename the file; the mapping stays valid."""
+        new_path = os.fsdecode(new_path)
+        try:
+            os.rename(self.path, new_path)
+        except FileNotFoundError:
+            pass
+        self.path = new_path
+
+
+cdef class OffsetIndex(_MmapIndex):
+    """Offset -> file position, one entry per ``index.interval.bytes`` of log.
+
+    Example::
+
+        >>> idx = OffsetIndex("/tmp/00000000000000000100.index", 100)   # doctest: +SKIP
+        >>> idx.append(105, 4096); idx.lookup(107)                      # doctest: +SKIP
+        (105, 4096)
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        self.entry_size = 8
+
+    cdef Py_ssize_t _floor_slot(self, int64_t target_offset) noexcept:
+        cdef int64_t rel = target_offset - self.base_offset
+        cdef Py_ssize_t lo = 0, hi = self.entries - 1, mid
+        if self.entries == 0 or rel < _be32(self.map):
+            return -1
+        if rel > INT32_MAX:
+            return hi
+        while lo < hi:   # last slot whose relative offset <= rel
+            mid = (lo + hi + 1) >> 1
+            if _be32(self.map + 8 * mid) <= rel:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    cdef int64_t floor_position(self, int64_t target_offset) noexcept:
+        cdef Py_ssize_t slot = self._floor_slot(target_offset)
+        return 0 if slot < 0 else _be32(self.map + 8 * slot + 4)
+
+    def lookup(self, int64_t target_offset):
+        """Largest entry with offset <= target as (offset, position); (base_offset, 0) if none.
+        Thread-safe against the writer."""
+        cdef Py_ssize_t slot = self._floor_slot(target_offset)
+        if slot < 0:
+            return (self.base_offset, 0)
+        return (self.base_offset + _be32(self.map + 8 * slot), _be32(self.map + 8 * slot + 4))
+
+    def entry(self, Py_ssize_t i):
+        if not 0 <= i < self.entries:
+            raise IndexError(i)
+        return (self.base_offset + _be32(self.map + 8 * i), _be32(self.map + 8 * i + 4))
+
+    @property
+    def last_offset(self):
+        return self.base_offset + (_be32(self.map + 8 * (self.entries - 1)) if self.entries else 0)
+
+    def append(self, int64_t offset, int64_t position):
+        """Add an entry; offsets must increase. Writer only."""
+        self._check_writable()
+        cdef int64_t rel = offset - self.base_offset
+        if rel < 0 or rel > INT32_MAX or position < 0 or position > INT32_MAX:
+            raise ValueError(f"entry ({offset}, {position}) does not fit index {self.path}")
+        if self.entries and rel <= _be32(self.map + 8 * (self.entries - 1)):
+            raise ValueError(f"offset {offset} is not larger than the last entry of {self.path}")
+        if self.is_full:
+            raise ValueError(f"index {self.path} is full")
+        cdef unsigned char* p = self.map + 8 * self.entries
+        _put32(p, <uint32_t>rel)
+        _put32(p + 4, <uint32_t>position)
+        self.entries += 1
+
+    def truncate_to(self, int64_t offset):
+        """Remove entries with offset >= ``offset``. Writer only."""
+        cdef Py_ssize_t slot = self._floor_slot(offset - 1) if offset > self.base_offset else -1
+        self.entries = slot + 1
+
+    def is_valid(self):
+        """Relative offsets strictly increase and positions never decrease."""
+        cdef Py_ssize_t i
+        cdef int32_t prev_off = -1, prev_pos = 0, o, p
+        for i in range(self.entries):
+            o = _be32(self.map + 8 * i)
+            p = _be32(self.map + 8 * i + 4)
+            if o <= prev_off or p < prev_pos:
+                return False
+            prev_off, prev_pos = o, p
+        return True
+
+
+cdef class TimeIndex(_MmapIndex):
+    """Timestamp -> offset: the largest timestamp seen so far when each offset index entry was
+    written, so ListOffsets by timestamp can start scanning near the answer.
+
+    Example::
+
+        >>> ti = TimeIndex("/tmp/00000000000000000100.timeindex", 100)  # doctest: +SKIP
+        >>> ti.append(1700000000000, 105); ti.lookup(1700000000500)     # doctest: +SKIP
+        (1700000000000, 105)
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        self.entry_size = 12
+
+    cdef Py_ssize_t _floor_slot(self, int64_t target_ts) noexcept:
+        cdef Py_ssize_t lo = 0, hi = self.entries - 1, mid
+        if self.entries == 0 or target_ts < _be64(self.map):
+            return -1
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if _be64(self.map + 12 * mid) <= target_ts:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def lookup(self, int64_t target_timestamp):
+        """Largest entry with timestamp <= target as (timestamp, offset); (-1, base_offset) if none.
+        Thread-safe against the writer."""
+        cdef Py_ssize_t slot = self._floor_slot(target_timestamp)
+        if slot < 0:
+            return (-1, self.base_offset)
+        return (_be64(self.map + 12 * slot), self.base_offset + _be32(self.map + 12 * slot + 8))
+
+    def entry(self, Py_ssize_t i):
+        if not 0 <= i < self.entries:
+            raise IndexError(i)
+        return (_be64(self.map + 12 * i), self.base_offset + _be32(self.map + 12 * i + 8))
+
+    @property
+    def last_entry(self):
+        if self.entries == 0:
+            return (-1, self.base_offset)
+        return self.entry(self.entries - 1)
+
+    def append(self, int64_t timestamp, int64_t offset):
+        """Add (timestamp, offset) if timestamp is larger than the last one (else a no-op); offsets
+        must not go back. Writer only."""
+        self._check_writable()
+        cdef int64_t rel = offset - self.base_offset
+        cdef unsigned char* last
+        if rel < 0 or rel > INT32_MAX:
+            raise ValueError(f"offset {offset} does not fit time index {self.path}")
+        if self.entries:
+            last = self.map + 12 * (self.entries - 1)
+            if timestamp <= _be64(last):
+                return
+            if rel < _be32(last + 8):
+                raise ValueError(f"offset {offset} goes back in time index {self.path}")
+        if self.is_full:
+            raise ValueError(f"time index {self.path} is full")
+        cdef unsigned char* p = self.map + 12 * self.entries
+        _put64(p, <uint64_t>timestamp)
+        _put32(p + 8, <uint32_t>rel)
+        self.entries += 1
+
+    def truncate_to(self, int64_t offset):
+        """Remove entries with offset >= ``offset``. Writer only."""
+        cdef int64_t rel = offset - self.base_offset
+        cdef Py_ssize_t n = self.entries
+        while n > 0 and _be32(self.map + 12 * (n - 1) + 8) >= rel:
+            n -= 1
+        self.entries = n
+
+    def is_valid(self):
+        """Timestamps strictly increase and offsets never decrease."""
+        cdef Py_ssize_t i
+        cdef int64_t prev_ts = -(1 << 62), t
+        cdef int32_t prev_off = 0, o
+        for i in range(self.entries):
+            t = _be64(self.map + 12 * i)
+            o = _be32(self.map + 12 * i + 8)
+            if t <= prev_ts or o < prev_off:
+                return False
+            prev_ts, prev_off = t, o
+        return True

@@ -1,0 +1,22 @@
+# Contract of a segment's .log file: an append-only run of record batches (see segment.pyx).
+from libc.stdint cimport int64_t
+
+cdef struct BatchPos:
+    int64_t position        # byte position of the batch in the file
+    int64_t base_offset
+    int64_t last_offset
+    int64_t max_timestamp
+    int64_t size            # whole batch: 12 + batchLength
+
+cdef class SegmentFile:
+    cdef int fd
+    cdef readonly object path
+    cdef readonly int64_t size          # bytes written so far; appends go here
+    cdef readonly int64_t sync_count    # fdatasync calls made (tests count them)
+    cdef readonly bint writable
+
+    cdef int _check_open(self) except -1
+    # Find the first batch in [start, end) with last_offset >= target_offset and
+    # max_timestamp >= target_ts. Returns 1 found, 0 not found, -1 with an exception set.
+    cdef int scan(self, int64_t start, int64_t end, int64_t target_offset, int64_t target_ts,
+                  BatchPos* out) except -1

@@ -1,0 +1,378 @@
+"""Typed broker and topic configuration, with Kafka's property names and defaults.
+
+Each property is declared once with :func:`define` (name, type, default, validator, doc and,
+when a topic may override it, the topic-level name). :class:`KafkaConfig` parses a broker's
+properties (strings from ``server.properties`` or native values), validates them and reports the
+keys it does not know instead of failing on them. :class:`LogConfig` is the per-topic view the log
+layer reads: broker defaults overlaid with a topic's overrides (``segment.bytes``, ``retention.ms``...).
+
+Adding a key is one line::
+
+    define("num.network.threads", INT, 3, at_least(1), "Threads that serve network requests.")
+
+Example::
+
+    >>> cfg = KafkaConfig({"log.segment.bytes": "1048576", "log.retention.hours": 1, "bogus": 1})
+    >>> cfg["log.segment.bytes"], cfg.unknown
+    (1048576, ['bogus'])
+    >>> LogConfig.from_broker(cfg, {"retention.ms": "60000"}).retention_ms
+    60000
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+from .errors import InvalidConfigError
+
+__all__ = ["ConfigException", "ConfigKey", "define", "KEYS", "TOPIC_KEYS", "KafkaConfig", "LogConfig",
+           "INT", "LONG", "DOUBLE", "BOOLEAN", "STRING", "LIST", "at_least", "between", "one_of",
+           "each_one_of"]
+
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+
+class ConfigException(InvalidConfigError, ValueError):
+    """A property whose value has the wrong type or fails its validator (names the property)."""
+
+
+# --- types: parse a native value or its server.properties string form ---
+
+def _parse_int(v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool):
+        raise ValueError("expected an integer, got a boolean")
+    if isinstance(v, str):
+        v = int(v.strip())
+    elif isinstance(v, float):
+        if not v.is_integer():
+            raise ValueError("expected an integer")
+        v = int(v)
+    elif not isinstance(v, int):
+        raise ValueError(f"expected an integer, got {type(v).__name__}")
+    if not lo <= v <= hi:
+        raise ValueError(f"{v} does not fit the type's range [{lo}, {hi}]")
+    return v
+
+
+def _parse_bool(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    raise ValueError("expected true or false")
+
+
+def _parse_list(v: Any) -> list[str]:
+    if isinstance(v, str):
+        return [p.strip() for p in v.split(",") if p.strip()]
+    if isinstance(v, (list, tuple)):
+        return [str(p).strip() for p in v]
+    raise ValueError("expected a comma-separated list")
+
+
+INT: Callable[[Any], int] = lambda v: _parse_int(v, -(1 << 31), INT_MAX)          # noqa: E731
+LONG: Callable[[Any], int] = lambda v: _parse_int(v, -(1 << 63), LONG_MAX)        # noqa: E731
+DOUBLE: Callable[[Any], float] = lambda v: float(v)                              # noqa: E731
+BOOLEAN = _parse_bool
+STRING: Callable[[Any], str] = lambda v: str(v).strip()                          # noqa: E731
+LIST = _parse_list
+
+
+# --- validators: raise ValueError with a reason ---
+
+def at_least(lo: float) -> Callable[[Any], None]:
+    def check(v: Any) -> None:
+        if v < lo:
+            raise ValueError(f"must be at least {lo}")
+    return check
+
+
+def between(lo: float, hi: float) -> Callable[[Any], None]:
+    def check(v: Any) -> None:
+        if not lo <= v <= hi:
+            raise ValueError(f"must be between {lo} and {hi}")
+    return check
+
+
+def one_of(*allowed: str) -> Callable[[Any], None]:
+    def check(v: Any) -> None:
+        if v not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+    return check
+
+
+def each_one_of(*allowed: str) -> Callable[[Any], None]:
+    def check(v: Any) -> None:
+        bad = [x for x in v if x not in allowed]
+        if bad or not v:
+            raise ValueError(f"each entry must be one of {', '.join(allowed)}")
+    return check
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One declared property: ``topic`` is the topic-level override name, if topics may override it."""
+
+    name: str
+    type: Callable[[Any], Any]
+    default: Any
+    validator: Callable[[Any], None] | None
+    doc: str
+    topic: str | None = None
+
+    def parse(self, value: Any) -> Any:
+        """Convert and validate ``value``; :class:`ConfigException` names the property on failure."""
+        if value is None:
+            if self.default is None:
+                return None
+            raise ConfigException(f"{self.name}: a value is required")
+        try:
+            v = self.type(value)
+            if self.validator is not None:
+                self.validator(v)
+        except (ValueError, TypeError) as e:
+            raise ConfigException(f"Invalid value {value!r} for configuration {self.name}: {e}") from None
+        return v
+
+
+KEYS: dict[str, ConfigKey] = {}        # broker name -> key
+TOPIC_KEYS: dict[str, ConfigKey] = {}  # topic-level name -> key
+
+
+def define(name: str, type: Callable[[Any], Any], default: Any, validator: Callable[[Any], None] | None,
+           doc: str, topic: str | None = None) -> ConfigKey:
+    """Declare a property once; the default is checked here so a bad declaration fails at import."""
+    key = ConfigKey(name, type, default, validator, doc, topic)
+    if name in KEYS:
+        raise ValueError(f"configuration {name} declared twice")
+    if default is not None:
+        key.parse(default)
+    KEYS[name] = key
+    if topic is not None:
+        TOPIC_KEYS[topic] = key
+    return key
+
+
+# --- the log's properties (DESIGN §4); other layers add theirs with define() ---
+HOUR_MS = 3_600_000
+define("log.dirs", LIST, None, None, "Directories holding partition logs; log.dir is used when unset.")
+define("log.dir", STRING, "/tmp/kafka-logs", None, "Single log directory, used when log.dirs is unset.")
+define("log.segment.bytes", INT, 1 << 30, at_least(14), "Maximum size of one segment file.",
+       topic="segment.bytes")
+define("log.roll.ms", LONG, None, at_least(1), "Roll a segment this long after its creation (ms); "
+       "overrides log.roll.hours.", topic="segment.ms")
+define("log.roll.hours", INT, 168, at_least(1), "Roll a segment this many hours after its creation.")
+define("log.index.interval.bytes", INT, 4096, at_least(0), "Bytes appended between offset index entries.",
+       topic="index.interval.bytes")
+define("log.index.size.max.bytes", INT, 10 * 1024 * 1024, at_least(4 * 12),
+       "Preallocated (and maximum) size of an offset or time index file.", topic="segment.index.bytes")
+define("log.flush.interval.messages", LONG, LONG_MAX, at_least(1), "fdatasync after this many messages "
+       "(default: leave flushing to the OS, as Kafka does).", topic="flush.messages")
+define("log.flush.interval.ms", LONG, None, at_least(0), "fdatasync when the oldest unflushed message is "
+       "this old (ms); defaults to log.flush.scheduler.interval.ms.", topic="flush.ms")
+define("log.flush.scheduler.interval.ms", LONG, LONG_MAX, at_least(0),
+       "How often the flusher checks whether a log needs a time-based flush.")
+define("log.flush.offset.checkpoint.interval.ms", INT, 60_000, at_least(0),
+       "How often the recovery point is written to disk.")
+define("log.flush.start.offset.checkpoint.interval.ms", INT, 60_000, at_least(0),
+       "How often log start offsets are written to disk.")
+define("log.retention.ms", LONG, None, at_least(-1), "Delete segments older than this (ms); -1 keeps "
+       "forever. Takes precedence over minutes and hours.", topic="retention.ms")
+define("log.retention.minutes", INT, None, at_least(-1), "Retention in minutes, over log.retention.hours.")
+define("log.retention.hours", INT, 168, at_least(-1), "Retention in hours (7 days).")
+define("log.retention.bytes", LONG, -1, at_least(-1), "Delete old segments while a partition is larger "
+       "than this; -1 for no limit.", topic="retention.bytes")
+define("log.retention.check.interval.ms", LONG, 300_000, at_least(1),
+       "How often retention is checked.")
+define("log.segment.delete.delay.ms", LONG, 60_000, at_least(0), "Delay before a deleted (.deleted) "
+       "segment's files are removed, so readers of an old snapshot finish.", topic="file.delete.delay.ms")
+define("log.cleanup.policy", LIST, "delete", each_one_of("delete", "compact"),
+       "delete, compact, or both (compact,delete).", topic="cleanup.policy")
+define("log.cleaner.enable", BOOLEAN, True, None, "Run the log cleaner for compacted topics.")
+define("log.cleaner.threads", INT, 1, at_least(0), "Cleaner threads.")
+define("log.cleaner.dedupe.buffer.size", LONG, 128 * 1024 * 1024, at_least(1024),
+       "Memory for the cleaners' key maps (bounds one cleaning pass).")
+define("log.cleaner.delete.retention.ms", LONG, 86_400_000, at_least(0),
+       "How long tombstones are kept in compacted topics.", topic="delete.retention.ms")
+define("log.cleaner.min.cleanable.ratio", DOUBLE, 0.5, between(0, 1),
+       "Minimum dirty/total ratio before a log is cleaned.", topic="min.cleanable.dirty.ratio")
+define("log.cleaner.min.compaction.lag.ms", LONG, 0, at_least(0),
+       "Minimum age of a record before it may be compacted.", topic="min.compaction.lag.ms")
+define("log.cleaner.backoff.ms", LONG, 15_000, at_least(0), "Sleep between cleaner passes with no work.")
+define("log.message.timestamp.type", STRING, "CreateTime", one_of("CreateTime", "LogAppendTime"),
+       "Timestamp stored with messages.", topic="message.timestamp.type")
+define("message.max.bytes", INT, 1024 * 1024 + 12, at_least(0), "Largest record batch accepted.",
+       topic="max.message.bytes")
+define("log.preallocate", BOOLEAN, False, None, "Preallocate segment files (not used; accepted).",
+       topic="preallocate")
+define("num.recovery.threads.per.data.dir", INT, 1, at_least(1),
+       "Threads per log dir that load and recover logs at startup.")
+define("log.max.open.files", INT, 1000, at_least(16), "fastkafka only: segment files kept open across "
+       "all partitions (LRU); files are reopened on demand. Index mmaps do not hold descriptors.")
+
+
+# --- the broker's network and topic-management properties (owned by the server; DESIGN §3) ---
+define("broker.id", INT, 0, at_least(0), "This broker's id (the controller id in embedded mode).")
+define("listeners", LIST, "PLAINTEXT://:9092", None, "NAME://host:port to listen on, comma-separated; "
+       "an empty host means every interface, port 0 an ephemeral port.")
+define("advertised.listeners", LIST, None, None, "Addresses given to clients in Metadata; defaults to "
+       "listeners (an empty host is replaced by this machine's name).")
+define("num.network.threads", INT, 1, at_least(1), "Network processor threads (each its own selector).")
+define("num.io.threads", INT, 0, at_least(0), "Request handler threads; 0 (fastkafka's default) runs "
+       "handlers on the network thread, which measured faster here (bench/RESULTS.md).")
+define("queued.max.requests", INT, 500, at_least(1), "Accepted, ignored: each connection has at most one "
+       "request in flight, so the queue is bounded by the connection count.")
+define("socket.request.max.bytes", INT, 104857600, at_least(1), "Largest request frame; a larger size "
+       "prefix closes the connection.")
+define("socket.send.buffer.bytes", INT, 102400, at_least(-1), "SO_SNDBUF for client sockets (-1: OS).")
+define("socket.receive.buffer.bytes", INT, 102400, at_least(-1), "SO_RCVBUF for client sockets (-1: OS).")
+define("max.connections", INT, INT_MAX, at_least(0), "At this many connections the broker stops "
+       "accepting until one closes.")
+define("connections.max.idle.ms", LONG, 600_000, at_least(1), "Close connections idle this long.")
+define("auto.create.topics.enable", BOOLEAN, True, None, "Create unknown topics on Metadata requests "
+       "that allow it.")
+define("num.partitions", INT, 1, at_least(1), "Partitions of auto-created topics.")
+define("default.replication.factor", INT, 1, at_least(1), "Replication factor of auto-created topics.")
+define("delete.topic.enable", BOOLEAN, True, None, "Whether DeleteTopics may delete topics.")
+define("replica.fetch.wait.max.ms", INT, 500, at_least(0), "Accepted for compatibility (no replication "
+       "in embedded mode).")
+define("controlled.shutdown.enable", BOOLEAN, True, None, "Accepted for compatibility.")
+
+
+def _key_for(name: str) -> ConfigKey | None:
+    return KEYS.get(name)
+
+
+class KafkaConfig(Mapping[str, Any]):
+    """Validated broker properties: every declared key, its default when not given.
+
+    Thread-safe (immutable after construction). ``unknown`` lists given keys nobody declared.
+
+    Example::
+
+        >>> KafkaConfig({"log.dirs": "/a,/b"}).log_dirs
+        ['/a', '/b']
+    """
+
+    def __init__(self, props: Mapping[str, Any] | None = None, *, strict: bool = False):
+        props = dict(props or {})
+        self.unknown: list[str] = sorted(k for k in props if k not in KEYS)
+        if strict and self.unknown:
+            raise ConfigException(f"unknown configuration(s): {', '.join(self.unknown)}")
+        self.originals = props
+        self._values = {name: key.parse(props.get(name, key.default)) for name, key in KEYS.items()}
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    # --- derived values with Kafka's precedence rules ---
+    @property
+    def log_dirs(self) -> list[str]:
+        return self["log.dirs"] or [self["log.dir"]]
+
+    @property
+    def log_retention_ms(self) -> int:
+        if self["log.retention.ms"] is not None:
+            return self["log.retention.ms"]
+        if self["log.retention.minutes"] is not None:
+            return self["log.retention.minutes"] * 60_000
+        return self["log.retention.hours"] * HOUR_MS
+
+    @property
+    def log_roll_ms(self) -> int:
+        if self["log.roll.ms"] is not None:
+            return self["log.roll.ms"]
+        return self["log.roll.hours"] * HOUR_MS
+
+    @property
+    def log_flush_interval_ms(self) -> int:
+        v = self["log.flush.interval.ms"]
+        return self["log.flush.scheduler.interval.ms"] if v is None else v
+
+
+# Broker value of each topic-level key, after precedence (ms over minutes over hours...).
+_BROKER_DEFAULT: dict[str, Callable[[KafkaConfig], Any]] = {
+    "retention.ms": lambda c: c.log_retention_ms,
+    "segment.ms": lambda c: c.log_roll_ms,
+    "flush.ms": lambda c: c.log_flush_interval_ms,
+}
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """One topic's log settings: attribute names are the topic-level names with ``_`` for ``.``.
+
+    Example::
+
+        >>> LogConfig().segment_bytes
+        1073741824
+        >>> LogConfig.from_broker(KafkaConfig(), {"cleanup.policy": "compact,delete"}).compact
+        True
+    """
+
+    segment_bytes: int = KEYS["log.segment.bytes"].default
+    segment_ms: int = 168 * HOUR_MS
+    index_interval_bytes: int = KEYS["log.index.interval.bytes"].default
+    segment_index_bytes: int = KEYS["log.index.size.max.bytes"].default
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    retention_ms: int = 168 * HOUR_MS
+    retention_bytes: int = -1
+    file_delete_delay_ms: int = KEYS["log.segment.delete.delay.ms"].default
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    delete_retention_ms: int = KEYS["log.cleaner.delete.retention.ms"].default
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    message_timestamp_type: str = "CreateTime"
+    max_message_bytes: int = KEYS["message.max.bytes"].default
+    preallocate: bool = False
+
+    @classmethod
+    def from_broker(cls, broker: KafkaConfig | None = None,
+                    overrides: Mapping[str, Any] | None = None) -> "LogConfig":
+        """Broker defaults overlaid with topic-level ``overrides`` (unknown topic keys raise)."""
+        broker = broker if broker is not None else KafkaConfig()
+        values: dict[str, Any] = {}
+        for tname, key in TOPIC_KEYS.items():
+            getter = _BROKER_DEFAULT.get(tname)
+            values[tname] = getter(broker) if getter else broker[key.name]
+        for tname, raw in (overrides or {}).items():
+            key = TOPIC_KEYS.get(tname)
+            if key is None:
+                raise ConfigException(f"unknown topic configuration {tname}")
+            v = key.parse(raw)
+            if v is None and tname in _BROKER_DEFAULT:
+                v = _BROKER_DEFAULT[tname](broker)
+            values[tname] = v
+        fields = {t.replace(".", "_"): v for t, v in values.items()}
+        fields["cleanup_policy"] = tuple(fields["cleanup_policy"])
+        return cls(**{k: v for k, v in fields.items() if k in cls.__dataclass_fields__})
+
+    def with_overrides(self, **changes: Any) -> "LogConfig":
+        """A copy with some attributes replaced (tests and topic config changes)."""
+        from dataclasses import replace
+        return replace(self, **changes)
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+
+def topic_config_names() -> Iterable[str]:
+    """Topic-level names topics may override (for CreateTopics / DescribeConfigs)."""
+    return TOPIC_KEYS.keys()
