@@ -1,0 +1,169 @@
+"""Embedded-mode cluster metadata: the topics this single broker serves, kept in ``<log.dir>/meta``.
+
+The file is JSON, rewritten whole on every change through a temporary file, ``fsync`` and
+``rename`` (then an ``fsync`` of the directory), so a crash leaves either the old or the new
+version, never a torn one. It holds the cluster id (created once, 22 characters of URL-safe
+base64 like Kafka's) and, per topic, its partition count and config overrides::
+
+    {"version": 1, "cluster_id": "q1Sh-9_ISia_zwGINzRvyQ",
+     "topics": {"orders": {"partitions": 3, "configs": {"retention.ms": "60000"}}}}
+
+Thread-safe: one lock serialises changes; readers get immutable snapshots.
+
+Example::
+
+    >>> import tempfile
+    >>> store = EmbeddedMetadata(tempfile.mkdtemp())
+    >>> store.create_topic("orders", 3, {"retention.ms": "60000"}).partitions
+    3
+    >>> sorted(EmbeddedMetadata(store.directory).topics())
+    ['orders']
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from fastkafka import errors
+
+__all__ = ["TopicInfo", "EmbeddedMetadata", "validate_topic_name", "META_FILE"]
+
+META_FILE = "meta"
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_TOPIC_NAME = 249
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules: 1-249 of ``[a-zA-Z0-9._-]``, not ``.`` or ``..``; else InvalidTopicException.
+
+    >>> validate_topic_name("a.b-c_d")
+    >>> validate_topic_name("a b")
+    Traceback (most recent call last):
+    ...
+    fastkafka.errors.InvalidTopicException: topic name 'a b' contains characters other than ASCII alphanumerics, '.', '_' and '-'
+    """
+    if not name:
+        raise errors.InvalidTopicException("topic name is empty")
+    if name in (".", ".."):
+        raise errors.InvalidTopicException(f"topic name cannot be {name!r}")
+    if len(name) > MAX_TOPIC_NAME:
+        raise errors.InvalidTopicException(f"topic name is longer than {MAX_TOPIC_NAME} characters")
+    if not _LEGAL.fullmatch(name):
+        raise errors.InvalidTopicException(
+            f"topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'")
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: int
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"partitions": self.partitions, "configs": dict(self.configs)}
+
+
+def new_cluster_id() -> str:
+    """22 characters of URL-safe base64 of a random UUID, the form Kafka uses."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class EmbeddedMetadata:
+    """The topic registry of a single broker, persisted in ``directory/meta``."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self.path = os.path.join(directory, META_FILE)
+        self._lock = threading.Lock()
+        self._topics: dict[str, TopicInfo] = {}
+        self.cluster_id = ""
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                doc = json.loads(f.read())
+        except FileNotFoundError:
+            self.cluster_id = new_cluster_id()
+            self._save()
+            return
+        self.cluster_id = doc["cluster_id"]
+        self._topics = {
+            name: TopicInfo(name, int(t["partitions"]), MappingProxyType(dict(t.get("configs", {}))))
+            for name, t in doc.get("topics", {}).items()
+        }
+
+    def _save(self) -> None:
+        doc = {"version": 1, "cluster_id": self.cluster_id,
+               "topics": {n: t.to_json() for n, t in sorted(self._topics.items())}}
+        tmp = self.path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(json.dumps(doc, indent=1).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        dfd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+    # --- reads (lock-free snapshots) ---
+    def topics(self) -> Mapping[str, TopicInfo]:
+        return MappingProxyType(self._topics)
+
+    def get(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    # --- changes ---
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> TopicInfo:
+        """Register a topic; TopicAlreadyExistsError if it exists."""
+        validate_topic_name(name)
+        with self._lock:
+            if name in self._topics:
+                raise errors.TopicAlreadyExistsError(f"topic {name!r} already exists")
+            info = TopicInfo(name, partitions, MappingProxyType(dict(configs or {})))
+            topics = dict(self._topics)
+            topics[name] = info
+            self._commit(topics)
+            return info
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        with self._lock:
+            info = self._topics.get(name)
+            if info is None:
+                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            topics = dict(self._topics)
+            del topics[name]
+            self._commit(topics)
+            return info
+
+    def set_partitions(self, name: str, count: int) -> TopicInfo:
+        """Grow a topic to ``count`` partitions (InvalidPartitionsError unless it grows)."""
+        with self._lock:
+            info = self._topics.get(name)
+            if info is None:
+                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            if count <= info.partitions:
+                raise errors.InvalidPartitionsError(
+                    f"topic {name!r} has {info.partitions} partitions; the new count must be larger, got {count}")
+            topics = dict(self._topics)
+            topics[name] = TopicInfo(name, count, info.configs)
+            self._commit(topics)
+            return topics[name]
+
+    def _commit(self, topics: dict[str, TopicInfo]) -> None:
+        old = self._topics
+        self._topics = topics
+        try:
+            self._save()
+        except BaseException:
+            self._topics = old
+            raise
