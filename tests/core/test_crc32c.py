@@ -1,5 +1,6 @@
 """CRC-32C: golden vectors, parity with two independent packages, chaining, every engine."""
 import array
+import doctest
 import mmap
 import os
 import subprocess
@@ -202,3 +203,8 @@ def test_each_engine_in_a_fresh_interpreter(cap, allowed):
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() in allowed
+
+
+def test_docstring_examples():
+    results = doctest.testmod(fk)
+    assert results.attempted >= 5 and results.failed == 0

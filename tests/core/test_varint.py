@@ -1,4 +1,5 @@
 """Varints: golden bytes, a pure-Python reference, kafka-python parity, malformed input."""
+import doctest
 import mmap
 import warnings
 
@@ -210,3 +211,8 @@ def test_buffer_kinds(tmp_path):
             assert fk.decode_varlong(buf, 3) == (INT64[1], 13)
     with pytest.raises(BufferError):
         fk.decode_varint(memoryview(data)[::2])
+
+
+def test_docstring_examples():
+    results = doctest.testmod(fk)
+    assert results.attempted >= 5 and results.failed == 0
