@@ -84,7 +84,8 @@ def main():
     best = measure(args.rounds, args.budget)
     print(f"engine: {fk.engine()}   python {platform.python_version()}   "
           f"{os.cpu_count()} cpus   best of {args.rounds} rounds")
-    header = f"| size | {' | '.join(n + ' GB/s' for n, _ in IMPLS)} | vs google-crc32c | vs crc32c |"
+    columns = " | ".join(n + " GB/s" for n, _ in IMPLS)
+    header = f"| size | {columns} | vs google-crc32c | vs crc32c |"
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for label, size in SIZES:

@@ -121,7 +121,8 @@ static void fk_crc32c_sw_init(void)
 
 /* ---------------------------------------------------------------- x86: CRC32 instruction */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* FK_CRC32C_PORTABLE builds only the software engine (to test the non-x86 build on x86). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(FK_CRC32C_PORTABLE)
 #define FK_CRC32C_X86 1
 #include <nmmintrin.h>
 #include <wmmintrin.h>

@@ -3,6 +3,7 @@ import array
 import doctest
 import mmap
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -13,6 +14,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fastkafka._core import crc32c as fk
+
+IMPL_H = os.path.join(os.path.dirname(fk.__file__), "crc32c_impl.h")
 
 IMPLS = {"crc32c": fk.crc32c, "crc32c_sw": fk.crc32c_sw}
 impls = pytest.mark.parametrize("impl", list(IMPLS.values()), ids=list(IMPLS))
@@ -184,6 +187,8 @@ def test_concurrent_threads_without_the_gil():
 PROBE = """
 import os, sys, google_crc32c
 from fastkafka._core import crc32c as fk
+
+IMPL_H = os.path.join(os.path.dirname(fk.__file__), "crc32c_impl.h")
 blob = os.urandom(200000)
 for n in (0, 1, 9, 383, 384, 3072, 3073, 24576, 24577 + 3072 + 384 + 5, 200000):
     for off in (0, 3):
@@ -208,3 +213,39 @@ def test_each_engine_in_a_fresh_interpreter(cap, allowed):
 def test_docstring_examples():
     results = doctest.testmod(fk)
     assert results.attempted >= 5 and results.failed == 0
+
+
+HARNESS = r"""
+#include "crc32c_impl.h"
+#include <stdio.h>
+int main(void) {
+    static unsigned char buf[70000];
+    unsigned i;
+    int engine = fk_crc32c_init(2);
+    for (i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)(i * 131u + 7u);
+    printf("%d %u %u\n", engine, ~fk_crc32c_raw(~0u, buf + 3, sizeof buf - 3),
+           ~fk_crc32c_raw(~0u, (const unsigned char *)"123456789", 9));
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or not os.path.exists(IMPL_H),
+                    reason="needs a C compiler and the source tree")
+@pytest.mark.parametrize("portable", [True, False], ids=["portable", "native"])
+def test_header_builds_standalone_and_without_x86(tmp_path, portable):
+    # FK_CRC32C_PORTABLE compiles the header as a non-x86 target would see it; -Werror keeps it
+    # free of warnings there too.
+    (tmp_path / "harness.c").write_text(HARNESS)
+    exe = tmp_path / "harness"
+    flags = ["-DFK_CRC32C_PORTABLE"] if portable else []
+    subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-function", *flags,
+                    "-I", os.path.dirname(IMPL_H), str(tmp_path / "harness.c"), "-o", str(exe)],
+                   check=True, timeout=60)
+    engine, big, check = map(int, subprocess.run([str(exe)], capture_output=True, text=True,
+                                                 check=True, timeout=10).stdout.split())
+    # Natively it picks the best engine; this interpreter's may be capped by FASTKAFKA_CRC32C.
+    floor = ["software", "sse4.2", "sse4.2+pclmul"].index(fk.engine())
+    assert engine == 0 if portable else engine >= floor
+    assert check == 0xE3069283
+    assert big == reference(bytes((i * 131 + 7) & 0xFF for i in range(70000))[3:])
