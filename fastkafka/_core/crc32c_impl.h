@@ -10,11 +10,11 @@
  *
  * Three engines, picked once at import by fk_crc32c_init():
  *   software   slicing-by-8 tables built at import (8 x 256 uint32, 8 KiB); portable C.
- *   sse4.2     the CRC32 instruction, one stream (CPUs with SSE4.2 but no PCLMULQDQ, i.e. Nehalem).
- *   sse4.2+clmul  FK_STREAMS interleaved CRC32 streams over equal stripes, combined with one
- *              carry-less multiply per stripe. The instruction has a latency of 3 cycles but issues
- *              1 (Intel, Zen 1-4) or 2 (Zen 5) per cycle, so one stream uses a third (a sixth) of
- *              the unit; six streams fill it on every x86-64 that has it.
+ *   sse4.2     the CRC32 instruction, one stream (CPUs with SSE4.2 but no PCLMULQDQ, e.g. Nehalem).
+ *   sse4.2+pclmul  FK_STREAMS (6) interleaved CRC32 streams over adjacent stripes, combined with
+ *              one carry-less multiply per stream. The instruction has a latency of 3 cycles and
+ *              issues once per cycle on most cores, twice on the Zen 5 this was measured on, so a
+ *              single stream leaves 2/3 (5/6) of the unit idle; six streams fill either kind.
  * The x86 code is compiled with __attribute__((target(...))), not -m flags, so the module builds
  * and runs on any x86-64 (and on other architectures, where only the software engine exists).
  */
