@@ -52,11 +52,8 @@ class Request:
         return self.conn.id
 
     def respond(self, chunks: list) -> None:
-        """Send ``chunks`` (bytes and FileRegions: response header + body) as one size-prefixed frame."""
-        size = 0
-        for c in chunks:
-            size += len(c)
-        self.processor.complete(self.conn, [size.to_bytes(4, "big"), *chunks])
+        """Send one response frame: ``chunks`` (bytes-likes and FileRegions) start with its int32 size."""
+        self.processor.complete(self.conn, chunks)
 
     def no_response(self) -> None:
         """The request needs no answer (Produce with acks=0): just unmute the connection."""

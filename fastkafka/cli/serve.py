@@ -1,0 +1,155 @@
+"""``fastkafka serve``: run one broker until SIGTERM/SIGINT.
+
+Properties come from a ``server.properties`` file (``-c``, or as the first argument like Kafka's
+``kafka-server-start.sh``) and repeatable ``--override key=value``; names are Kafka's. Unknown
+keys are reported and ignored, bad values stop the broker with a message naming the key, a busy
+port or an unwritable log dir is a one-line error and exit status 1.
+
+On SIGTERM or SIGINT the broker stops accepting, finishes in-flight requests, flushes the logs
+and writes the clean-shutdown marker, then exits 0.
+
+Example::
+
+    $ fastkafka serve -c config/server.properties --override log.dirs=./data
+    $ python -m fastkafka serve --override listeners=PLAINTEXT://127.0.0.1:9092
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+__all__ = ["main", "load_properties", "parse_overrides"]
+
+log = logging.getLogger("fastkafka.serve")
+
+
+def _unescape(s: str) -> str:
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            i += 1
+            c = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(s[i], s[i])
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def load_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value``, ``key: value`` or ``key value``; ``#``/``!`` comments;
+    a trailing backslash continues the line.
+
+    >>> load_properties("# c\\nlog.dirs = /a,\\\\\\n   /b\\nbroker.id: 3\\n")
+    {'log.dirs': '/a,/b', 'broker.id': '3'}
+    """
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        # an odd number of trailing backslashes continues the line
+        stripped = line.rstrip("\r\n")
+        n_bs = len(stripped) - len(stripped.rstrip("\\"))
+        if n_bs % 2 == 1:
+            logical += stripped[:-1]
+            continue
+        logical += stripped
+        key, value = _split_property(logical)
+        props[_unescape(key)] = _unescape(value)
+        logical = ""
+    if logical:
+        key, value = _split_property(logical)
+        props[_unescape(key)] = _unescape(value)
+    return props
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "=: \t":
+            break
+        i += 1
+    key = line[:i]
+    rest = line[i:].lstrip(" \t")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t")
+    return key, rest
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """``["a=1", "b.c=x=y"]`` -> ``{"a": "1", "b.c": "x=y"}``; ValueError names a malformed item."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--override {item!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fastkafka serve", description="Start a Kafka-compatible broker.")
+    p.add_argument("properties", nargs="?", help="server.properties file (same as -c)")
+    p.add_argument("-c", "--config", help="server.properties file")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a property, overriding the file (repeatable)")
+    p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+                        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from fastkafka.config import ConfigException, KafkaConfig
+    from fastkafka.server.broker import Broker, BrokerStartupError
+
+    path = args.config or args.properties
+    props: dict[str, str] = {}
+    try:
+        if path:
+            with open(path, encoding="utf-8") as f:
+                props.update(load_properties(f.read()))
+        props.update(parse_overrides(args.override))
+        config = KafkaConfig(props)
+    except OSError as e:
+        print(f"fastkafka serve: cannot read {path}: {e.strerror}", file=sys.stderr)
+        return 2
+    except (ConfigException, ValueError) as e:
+        print(f"fastkafka serve: {e}", file=sys.stderr)
+        return 2
+    for key in config.unknown:
+        log.warning("unknown configuration %s=%r ignored", key, props[key])
+
+    stop = threading.Event()
+
+    def on_signal(signum, _frame):
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    broker = Broker(config)
+    try:
+        broker.startup()
+    except BrokerStartupError as e:
+        print(f"fastkafka serve: {e}", file=sys.stderr)
+        return 1
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        broker.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""The network layer on its own: framing, muting/pipelining order, file regions, limits, shutdown.
+
+A tiny handler echoes frames so the tests see exactly what the processors did with the bytes.
+"""
+import os
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from fastkafka.server.send import FileRegion
+from fastkafka.server.socket_server import ListenerError, SocketServer, parse_listener
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+def recv_exact(sock, n, timeout=10.0):
+    sock.settimeout(timeout)
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError(f"closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def recv_frame(sock, timeout=10.0):
+    (n,) = struct.unpack(">i", recv_exact(sock, 4, timeout))
+    return recv_exact(sock, n, timeout)
+
+
+def is_closed(sock, timeout=5.0) -> bool:
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+class Echo:
+    """Echo handler: ``N...`` = no response, ``S<ms>`` sleeps (in a thread) then answers,
+    ``F<path>`` answers with the file's bytes as a FileRegion, anything else echoes."""
+
+    def __init__(self):
+        self.handled = 0
+
+    def __call__(self, req):
+        self.handled += 1
+        body = bytes(req.frame)
+        if body.startswith(b"N"):
+            req.no_response()
+        elif body.startswith(b"S"):
+            delay = int(body[1:].split(b":")[0]) / 1000
+
+            def later():
+                time.sleep(delay)
+                req.respond([frame(body)])
+            threading.Thread(target=later, daemon=True).start()
+        elif body.startswith(b"F"):
+            path = body[1:].decode()
+            fd = os.open(path, os.O_RDONLY)
+            size = os.fstat(fd).st_size
+            req.respond([struct.pack(">i", size + 3), b"hdr", FileRegion(fd, 0, size, lambda: os.close(fd))])
+        else:
+            req.respond([struct.pack(">i", len(body)), body[:3], memoryview(body)[3:]])
+
+
+@pytest.fixture
+def server(request):
+    opts = getattr(request, "param", {})
+    handler = Echo()
+    s = SocketServer(["PLAINTEXT://127.0.0.1:0"], submit=handler, num_network_threads=2,
+                     max_request_bytes=opts.get("max_request_bytes", 8 << 20),
+                     max_connections=opts.get("max_connections", 1000),
+                     idle_ms=opts.get("idle_ms", 600_000))
+    s.start()
+    s.handler = handler
+    s.port = s.bound["PLAINTEXT"][1]
+    yield s
+    s.shutdown(5)
+
+
+def connect(server):
+    return socket.create_connection(("127.0.0.1", server.port), timeout=10)
+
+
+def test_parse_listener_forms():
+    assert parse_listener("plaintext://localhost:9092") == ("PLAINTEXT", "localhost", 9092)
+    assert parse_listener("PLAINTEXT://[::1]:9") == ("PLAINTEXT", "::1", 9)
+    for bad in ("localhost:9092", "PLAINTEXT://host", "PLAINTEXT://h:x", "PLAINTEXT://h:70000"):
+        with pytest.raises(ListenerError):
+            parse_listener(bad)
+
+
+def test_pipelined_requests_come_back_in_order_even_when_handlers_finish_out_of_order(server):
+    c = connect(server)
+    # the first request is answered last by its handler thread; muting keeps the order anyway
+    bodies = [b"S300:first", b"quick-1", b"S50:second", os.urandom(3 << 20), b"quick-2"]
+    c.sendall(b"".join(frame(b) for b in bodies))
+    assert [recv_frame(c) for _ in bodies] == bodies
+
+
+def test_frames_split_anywhere_and_many_in_one_segment(server):
+    c = connect(server)
+    bodies = [os.urandom(n) for n in (0, 1, 2, 3, 4, 5, 100, 65535, 65536, 70000)] * 3
+    wire = b"".join(frame(b) for b in bodies)
+    step = 1
+    pos = 0
+    while pos < len(wire):  # odd-sized writes cut size prefixes and bodies at every position
+        c.sendall(wire[pos:pos + step])
+        pos += step
+        step = step * 3 + 1 if step < 40000 else 7
+    assert [recv_frame(c) for _ in bodies] == bodies
+
+
+def test_no_response_unmutes_the_connection(server):
+    c = connect(server)
+    c.sendall(frame(b"N1") + frame(b"N2") + frame(b"hello"))
+    assert recv_frame(c) == b"hello"
+    c.settimeout(0.3)
+    with pytest.raises(socket.timeout):
+        c.recv(1)  # acks=0-style requests produced nothing on the wire
+
+
+def test_file_region_is_sent_with_sendfile(server, tmp_path):
+    path = tmp_path / "segment.log"
+    data = os.urandom(5 << 20)
+    path.write_bytes(data)
+    c = connect(server)
+    c.sendall(frame(b"F" + str(path).encode()))
+    got = recv_frame(c)
+    assert got == b"hdr" + data
+
+
+@pytest.mark.parametrize("server", [{"max_request_bytes": 1000}], indirect=True)
+def test_garbage_and_oversize_close_only_that_connection(server):
+    good = connect(server)
+    for junk in (b"\xff\xff\xff\xff", struct.pack(">i", 1001) + b"x" * 10, b"\x80\0\0\0garbage"):
+        bad = connect(server)
+        bad.sendall(junk)
+        assert is_closed(bad)
+    good.sendall(frame(b"x" * 1000))
+    assert recv_frame(good) == b"x" * 1000
+
+
+@pytest.mark.parametrize("server", [{"max_connections": 2}], indirect=True)
+def test_max_connections_holds_new_clients_until_one_closes(server):
+    a, b = connect(server), connect(server)
+    for s in (a, b):
+        s.sendall(frame(b"ping"))
+        assert recv_frame(s) == b"ping"
+    c = connect(server)  # TCP completes in the backlog, but the broker does not serve it yet
+    c.sendall(frame(b"third"))
+    c.settimeout(0.7)
+    with pytest.raises(socket.timeout):
+        c.recv(1)
+    a.close()
+    assert recv_frame(c) == b"third"
+
+
+@pytest.mark.parametrize("server", [{"idle_ms": 300}], indirect=True)
+def test_idle_connections_are_closed(server):
+    c = connect(server)
+    c.sendall(frame(b"hi"))
+    assert recv_frame(c) == b"hi"
+    t0 = time.monotonic()
+    assert is_closed(c, timeout=5)
+    assert time.monotonic() - t0 >= 0.25
+    deadline = time.monotonic() + 3
+    while server.connection_count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.connection_count == 0
+
+
+def test_shutdown_finishes_in_flight_requests(server):
+    c = connect(server)
+    c.sendall(frame(b"S400:slow"))
+    time.sleep(0.1)  # the request is in its handler
+    t = threading.Thread(target=server.shutdown, args=(5,))
+    t.start()
+    assert recv_frame(c) == b"S400:slow"
+    t.join(10)
+    assert not t.is_alive()
+    assert is_closed(c)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=1)
+
+
+def test_busy_port_is_a_clear_error(server):
+    other = SocketServer([f"PLAINTEXT://127.0.0.1:{server.port}"], submit=Echo())
+    with pytest.raises(ListenerError, match="address already in use"):
+        other.bind()
