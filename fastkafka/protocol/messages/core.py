@@ -1,0 +1,142 @@
+"""Schemas of the data-path APIs: ApiVersions, Produce, Fetch, ListOffsets, Metadata.
+
+Notation: see :mod:`fastkafka.protocol.schema`. Versions are declared up to the highest we
+implement; ``first_flexible`` is Kafka's threshold even when it lies beyond that.
+"""
+from ..schema import declare
+
+API_VERSIONS = declare(18, "ApiVersions", max_version=3, first_flexible=3, request="""
+    client_software_name     string  v3+
+    client_software_version  string  v3+
+""", response="""
+    error_code               int16
+    api_keys                 []
+      api_key                int16
+      min_version            int16
+      max_version            int16
+    throttle_time_ms         int32   v1+
+    supported_features       []      v3+  tag=0
+      name                   string
+      min_version            int16
+      max_version            int16
+    finalized_features_epoch int64   v3+  tag=1  =-1
+    finalized_features       []      v3+  tag=2
+      name                   string
+      max_version_level      int16
+      min_version_level      int16
+    zk_migration_ready       bool    v3+  tag=3
+""")
+
+PRODUCE = declare(0, "Produce", max_version=7, first_flexible=9, request="""
+    transactional_id         string  v3+  null  =null
+    acks                     int16
+    timeout_ms               int32
+    topic_data               []
+      name                   string
+      partition_data         []
+        index                int32
+        records              records null
+""", response="""
+    responses                []      <topic_data
+      name                   string  <name
+      partition_responses    []      <partition_data
+        index                int32   <index
+        error_code           int16
+        base_offset          int64   =-1
+        log_append_time_ms   int64   v2+  =-1
+        log_start_offset     int64   v5+  =-1
+    throttle_time_ms         int32   v1+
+""")
+
+FETCH = declare(1, "Fetch", max_version=11, first_flexible=12, request="""
+    replica_id               int32   =-1
+    max_wait_ms              int32
+    min_bytes                int32
+    max_bytes                int32   v3+  =0x7fffffff
+    isolation_level          int8    v4+
+    session_id               int32   v7+
+    session_epoch            int32   v7+  =-1
+    topics                   []
+      topic                  string
+      partitions             []
+        partition            int32
+        current_leader_epoch int32   v9+  =-1
+        fetch_offset         int64
+        log_start_offset     int64   v5+  =-1
+        partition_max_bytes  int32
+    forgotten_topics_data    []      v7+
+      topic                  string
+      partitions             []int32
+    rack_id                  string  v11+
+""", response="""
+    throttle_time_ms         int32   v1+
+    error_code               int16   v7+
+    session_id               int32   v7+
+    responses                []      <topics
+      topic                  string  <topic
+      partitions             []      <partitions
+        partition_index      int32   <partition
+        error_code           int16
+        high_watermark       int64   =-1
+        last_stable_offset   int64   v4+  =-1
+        log_start_offset     int64   v5+  =-1
+        aborted_transactions []      v4+  null
+          producer_id        int64
+          first_offset       int64
+        preferred_read_replica int32 v11+ =-1
+        records              records null
+""")
+
+LIST_OFFSETS = declare(2, "ListOffsets", max_version=5, first_flexible=6, request="""
+    replica_id               int32   =-1
+    isolation_level          int8    v2+
+    topics                   []
+      name                   string
+      partitions             []
+        partition_index      int32
+        current_leader_epoch int32   v4+  =-1
+        timestamp            int64
+        max_num_offsets      int32   v0   =1
+""", response="""
+    throttle_time_ms         int32   v2+
+    topics                   []      <topics
+      name                   string  <name
+      partitions             []      <partitions
+        partition_index      int32   <partition_index
+        error_code           int16
+        old_style_offsets    []int64 v0
+        timestamp            int64   v1+  =-1
+        offset               int64   v1+  =-1
+        leader_epoch         int32   v4+  =-1
+""")
+
+METADATA = declare(3, "Metadata", max_version=8, first_flexible=9, request="""
+    topics                   []      null1+
+      name                   string
+    allow_auto_topic_creation bool   v4+  =true
+    include_cluster_authorized_operations bool v8+
+    include_topic_authorized_operations   bool v8+
+""", response="""
+    throttle_time_ms         int32   v3+
+    brokers                  []
+      node_id                int32
+      host                   string
+      port                   int32
+      rack                   string  v1+  null  =null
+    cluster_id               string  v2+  null  =null
+    controller_id            int32   v1+  =-1
+    topics                   []      <topics
+      error_code             int16
+      name                   string  <name
+      is_internal            bool    v1+
+      partitions             []
+        error_code           int16
+        partition_index      int32
+        leader_id            int32   =-1
+        leader_epoch         int32   v7+  =-1
+        replica_nodes        []int32
+        isr_nodes            []int32
+        offline_replicas     []int32 v5+
+      topic_authorized_operations int32 v8+ =-2147483648
+    cluster_authorized_operations int32 v8+ =-2147483648
+""")

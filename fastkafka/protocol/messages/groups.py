@@ -1,0 +1,161 @@
+"""Schemas of the group and producer-id APIs: offsets, coordinator lookup, membership, groups.
+
+Notation: see :mod:`fastkafka.protocol.schema`.
+"""
+from ..schema import declare
+
+OFFSET_COMMIT = declare(8, "OffsetCommit", max_version=7, first_flexible=8, request="""
+    group_id                 string
+    generation_id_or_member_epoch int32 v1+ =-1
+    member_id                string  v1+
+    group_instance_id        string  v7+  null  =null
+    retention_time_ms        int64   v2-4 =-1
+    topics                   []
+      name                   string
+      partitions             []
+        partition_index      int32
+        committed_offset     int64
+        committed_leader_epoch int32 v6+  =-1
+        commit_timestamp     int64   v1   =-1
+        committed_metadata   string  null
+""", response="""
+    throttle_time_ms         int32   v3+
+    topics                   []      <topics
+      name                   string  <name
+      partitions             []      <partitions
+        partition_index      int32   <partition_index
+        error_code           int16
+""")
+
+OFFSET_FETCH = declare(9, "OffsetFetch", max_version=5, first_flexible=6, request="""
+    group_id                 string
+    topics                   []      null2+
+      name                   string
+      partition_indexes      []int32
+""", response="""
+    throttle_time_ms         int32   v3+
+    topics                   []      <topics
+      name                   string  <name
+      partitions             []      <partition_indexes
+        partition_index      int32   <.
+        committed_offset     int64   =-1
+        committed_leader_epoch int32 v5+  =-1
+        metadata             string  null
+        error_code           int16
+    error_code               int16   v2+
+""")
+
+FIND_COORDINATOR = declare(10, "FindCoordinator", max_version=2, first_flexible=3, request="""
+    key                      string
+    key_type                 int8    v1+
+""", response="""
+    throttle_time_ms         int32   v1+
+    error_code               int16
+    error_message            string  v1+  null  =null
+    node_id                  int32   =-1
+    host                     string
+    port                     int32   =-1
+""")
+
+JOIN_GROUP = declare(11, "JoinGroup", max_version=5, first_flexible=6, request="""
+    group_id                 string
+    session_timeout_ms       int32
+    rebalance_timeout_ms     int32   v1+  =-1
+    member_id                string
+    group_instance_id        string  v5+  null  =null
+    protocol_type            string
+    protocols                []
+      name                   string
+      metadata               bytes
+""", response="""
+    throttle_time_ms         int32   v2+
+    error_code               int16
+    generation_id            int32   =-1
+    protocol_name            string
+    leader                   string
+    member_id                string
+    members                  []
+      member_id              string
+      group_instance_id      string  v5+  null  =null
+      metadata               bytes
+""")
+
+SYNC_GROUP = declare(14, "SyncGroup", max_version=3, first_flexible=4, request="""
+    group_id                 string
+    generation_id            int32
+    member_id                string
+    group_instance_id        string  v3+  null  =null
+    assignments              []
+      member_id              string
+      assignment             bytes
+""", response="""
+    throttle_time_ms         int32   v1+
+    error_code               int16
+    assignment               bytes
+""")
+
+HEARTBEAT = declare(12, "Heartbeat", max_version=3, first_flexible=4, request="""
+    group_id                 string
+    generation_id            int32
+    member_id                string
+    group_instance_id        string  v3+  null  =null
+""", response="""
+    throttle_time_ms         int32   v1+
+    error_code               int16
+""")
+
+LEAVE_GROUP = declare(13, "LeaveGroup", max_version=2, first_flexible=4, request="""
+    group_id                 string
+    member_id                string
+""", response="""
+    throttle_time_ms         int32   v1+
+    error_code               int16
+""")
+
+LIST_GROUPS = declare(16, "ListGroups", max_version=2, first_flexible=3, request="", response="""
+    throttle_time_ms         int32   v1+
+    error_code               int16
+    groups                   []
+      group_id               string
+      protocol_type          string
+""")
+
+DESCRIBE_GROUPS = declare(15, "DescribeGroups", max_version=4, first_flexible=5, request="""
+    groups                   []string
+    include_authorized_operations bool v3+
+""", response="""
+    throttle_time_ms         int32   v1+
+    groups                   []      <groups
+      error_code             int16
+      group_id               string  <.
+      group_state            string
+      protocol_type          string
+      protocol_data          string
+      members                []
+        member_id            string
+        group_instance_id    string  v4+  null  =null
+        client_id            string
+        client_host          string
+        member_metadata      bytes
+        member_assignment    bytes
+      authorized_operations  int32   v3+  =-2147483648
+""")
+
+DELETE_GROUPS = declare(42, "DeleteGroups", max_version=1, first_flexible=2, request="""
+    groups_names             []string
+""", response="""
+    throttle_time_ms         int32
+    results                  []      <groups_names
+      group_id               string  <.
+      error_code             int16
+""")
+
+INIT_PRODUCER_ID = declare(22, "InitProducerId", max_version=1, first_flexible=2, request="""
+    transactional_id         string  null
+    transaction_timeout_ms   int32
+""", response="""
+    throttle_time_ms         int32
+    error_code               int16
+    producer_id              int64   =-1
+    producer_epoch           int16   =-1
+""")
