@@ -33,9 +33,10 @@ from .schema import APIS
 from .types import FramingError, ProtocolError, Region
 
 build_all()
+codec = codec_for     # short alias (shadows the ``codec`` submodule attribute, not its import)
 
 __all__ = [
-    "APIS", "API_NAMES", "SUPPORTED", "Advertised", "ApiKey", "Codec", "codec_for",
+    "APIS", "API_NAMES", "SUPPORTED", "Advertised", "ApiKey", "Codec", "codec", "codec_for",
     "DEFAULT_MAX_REQUEST_BYTES", "FrameDecoder", "frame", "FramingError", "ProtocolError",
     "Region", "RequestHeader", "read_request_header", "decode_request", "parse_request",
     "encode_request", "decode_response", "encode_response", "error_response",
