@@ -49,3 +49,25 @@ def test_matches_kafka_python(case):
 def test_every_declared_version_is_covered():
     assert len(CASES) == 2 * sum(hi - lo + 1 for lo, hi in SUPPORTED.values())
     assert {APIS[k].name for k, _, _ in CASES} >= {"ApiVersions", "Produce", "Fetch", "Metadata"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_whole_frames_match_kafka_python(case):
+    """Size prefix + header (v0/v1/v2 request, v0/v1 response) + body, as kafka-python frames it."""
+    key, v, kind = case
+    api, c = APIS[key], codec_for(key, v)
+    struct = api.request_struct if kind == "request" else api.response_struct
+    ours = sample(struct, v, random.Random(f"frame/{key}/{v}/{kind}"))
+    if (key, kind) == (18, "response"):
+        ours.error_code = 0
+    theirs = to_theirs(ours, struct, v, c.flexible, their_class(key, kind)[v])
+    if kind == "request":
+        theirs.with_header(correlation_id=12345, client_id="cli-é")
+        ours_frame = bytes(c.encode_request(12345, ours, client_id="cli-é"))
+    else:
+        theirs.with_header(correlation_id=12345)
+        ours_frame = b"".join(bytes(x) for x in c.encode_response(12345, ours))
+    assert ours_frame == bytes(theirs.encode(header=True, framed=True))
+    if kind == "response":
+        corr, back = c.decode_response_frame(ours_frame[4:])
+        assert corr == 12345 and plain(back) == plain(ours)
