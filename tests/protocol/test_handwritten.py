@@ -14,7 +14,7 @@ API_VERSIONS_V3_REQUEST = h(
     "0012 0003 00000001"         # api_key 18, version 3, correlation_id 1
     "0005 72646b6166"            # client_id "rdkaf"
     "00"                         # header tagged fields: none
-    "08 6c696272646b6166"        # client_software_name "librdkaf" (compact: len+1)
+    "09 6c696272646b6166"        # client_software_name "librdkaf" (compact: len+1)
     "04 322e30"                  # client_software_version "2.0"
     "00")                        # body tagged fields: none
 
