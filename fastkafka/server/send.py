@@ -31,17 +31,20 @@ _MAX_IOV = 512
 class FileRegion:
     """``length`` bytes of the open file ``fd`` from ``position``, sent with sendfile.
 
-    ``release`` (optional) is called exactly once when the region has been sent or the
-    connection dropped, so whoever lent the descriptor can close or unpin it.
+    ``owner`` is kept referenced until the region is sent (a log FetchRegion keeps its segment
+    file, and so ``fd``, open while it is alive). ``release`` (optional) is called exactly once
+    when the region has been sent or the connection dropped.
     """
 
-    __slots__ = ("fd", "position", "length", "release")
+    __slots__ = ("fd", "position", "length", "release", "owner")
 
-    def __init__(self, fd: int, position: int, length: int, release: Callable[[], None] | None = None):
+    def __init__(self, fd: int, position: int, length: int, release: Callable[[], None] | None = None,
+                 owner: object = None):
         self.fd = fd
         self.position = position
         self.length = length
         self.release = release
+        self.owner = owner
 
     def __len__(self) -> int:
         return self.length
@@ -50,6 +53,7 @@ class FileRegion:
         return f"FileRegion(fd={self.fd}, position={self.position}, length={self.length})"
 
     def done(self) -> None:
+        self.owner = None
         release, self.release = self.release, None
         if release is not None:
             release()

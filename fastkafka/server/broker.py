@@ -1,0 +1,145 @@
+"""One broker: configuration, logs, topic registry, handlers and the network server, started and
+stopped in the right order.
+
+Start: check every log dir is writable (a clear error otherwise), load the logs (recovery runs
+here), load the topic registry, bind the listeners (a busy port is a clear error), then accept.
+Stop: stop accepting and finish in-flight requests (waiting fetches are answered), stop the
+handler threads, flush the logs and write the clean-shutdown marker.
+
+Example (in-process, as the tests run it)::
+
+    >>> import tempfile
+    >>> from fastkafka.config import KafkaConfig
+    >>> b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp()}))
+    >>> b.startup(); b.port > 0
+    True
+    >>> b.shutdown()
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+
+from fastkafka import protocol as P
+from fastkafka.cluster.embedded import EmbeddedMetadata
+from fastkafka.config import KafkaConfig
+from fastkafka.log import LogManager
+
+from .dispatch import Dispatcher
+from .handlers import HANDLERS, advertised_apis
+from .purgatory import Purgatory
+from .request_channel import RequestChannel
+from .socket_server import ListenerError, SocketServer, parse_listener
+from .topics import TopicManager
+
+__all__ = ["Broker", "BrokerStartupError"]
+
+log = logging.getLogger("fastkafka.server")
+
+
+class BrokerStartupError(RuntimeError):
+    """The broker cannot start (port busy, log dir unwritable, bad listener); the message says why."""
+
+
+def _check_writable(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, f".fastkafka-probe-{os.getpid()}")
+        with open(probe, "wb") as f:
+            f.write(b"ok")
+        os.unlink(probe)
+    except OSError as e:
+        raise BrokerStartupError(f"log dir {path} is not writable: {e.strerror}") from None
+
+
+class Broker:
+    """Thread-safe ``startup``/``shutdown``; ``shutdown`` is idempotent."""
+
+    def __init__(self, config: KafkaConfig):
+        self.config = config
+        self.broker_id: int = config["broker.id"]
+        self.logs: LogManager | None = None
+        self.metadata: EmbeddedMetadata | None = None
+        self.topics: TopicManager | None = None
+        self.fetch_purgatory: Purgatory | None = None
+        self.socket_server: SocketServer | None = None
+        self._channel: RequestChannel | None = None
+        self._stopped = threading.Event()
+        self._started = False
+        self._lock = threading.Lock()
+
+    # --- lifecycle ---
+    def startup(self) -> None:
+        cfg = self.config
+        try:
+            listeners = [parse_listener(s) for s in cfg["listeners"]]
+            for spec in cfg["advertised.listeners"] or []:
+                parse_listener(spec)
+        except ListenerError as e:
+            raise BrokerStartupError(str(e)) from None
+        if not listeners:
+            raise BrokerStartupError("listeners is empty")
+        for d in cfg.log_dirs:
+            _check_writable(d)
+        self.advertised = P.Advertised(ranges=advertised_apis())
+        dispatcher = Dispatcher(self, HANDLERS, self.advertised)
+        self._channel = RequestChannel(dispatcher.handle, cfg["num.io.threads"])
+        self.socket_server = SocketServer(
+            cfg["listeners"], self._channel.submit,
+            num_network_threads=cfg["num.network.threads"], max_connections=cfg["max.connections"],
+            max_request_bytes=cfg["socket.request.max.bytes"], idle_ms=cfg["connections.max.idle.ms"])
+        try:
+            self.socket_server.bind()  # before loading logs: a busy port fails fast
+        except ListenerError as e:
+            raise BrokerStartupError(str(e)) from None
+        try:
+            self.logs = LogManager(cfg)
+            self.metadata = EmbeddedMetadata(cfg.log_dirs[0])
+            self.fetch_purgatory = Purgatory("fetch")
+            self.topics = TopicManager(cfg, self.logs, self.metadata, self.fetch_purgatory)
+            self.topics.load()
+        except BaseException:
+            self.socket_server.shutdown(0.1)
+            if self.logs is not None:
+                self.logs.shutdown()
+            raise
+        self.socket_server.start()
+        self._started = True
+        log.info("broker %d started (cluster id %s, %d topics, log dirs %s)", self.broker_id,
+                 self.metadata.cluster_id, len(self.metadata.topics()), ",".join(cfg.log_dirs))
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+        if not self._started:
+            return
+        log.info("broker %d shutting down", self.broker_id)
+        # answer waiting fetches first so draining processors are not held by them
+        self.fetch_purgatory.shutdown()
+        self.socket_server.shutdown(timeout)
+        self._channel.shutdown(timeout)
+        self.logs.shutdown()
+        log.info("broker %d stopped", self.broker_id)
+
+    # --- what handlers ask the broker ---
+    @property
+    def port(self) -> int:
+        """The first listener's bound port (useful with port 0)."""
+        return next(iter(self.socket_server.bound.values()))[1]
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """(host, port) clients should use for ``listener``: advertised.listeners, else the bound address."""
+        for spec in self.config["advertised.listeners"] or []:
+            name, host, port = parse_listener(spec)
+            if name == listener:
+                return host or socket.getfqdn(), port
+        host, port = self.socket_server.bound[listener]
+        return (host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()), port
+
+    @property
+    def cluster_id(self) -> str:
+        return self.metadata.cluster_id

@@ -1,0 +1,133 @@
+"""The one boundary between frames and handlers: header, version check, decode, handle, encode.
+
+Every request passes through :meth:`Dispatcher.handle`, which guarantees the request is
+completed exactly once — with a response, with nothing (acks=0), or by closing the connection —
+whatever the bytes were and whatever the handler raised (DESIGN §10):
+
+* unparsable header, unknown API key, undecodable body → close the connection (Kafka does too:
+  the stream can no longer be trusted);
+* a version we do not advertise → ApiVersions answers with error 35 and our ranges; any other
+  API closes the connection;
+* a handler exception → the API's whole-request error response with the exception's Kafka code
+  (``UNKNOWN_SERVER_ERROR`` and a logged traceback for anything that is not a KafkaError).
+
+Handlers are ``handle_<api>(ctx, request) -> response | None | DELAYED``; ``None`` means no
+response (Produce acks=0), ``DELAYED`` that the handler will call :meth:`RequestContext.send`
+later (a long-polling Fetch).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from fastkafka import errors
+from fastkafka import protocol as P
+
+__all__ = ["Dispatcher", "RequestContext", "DELAYED"]
+
+log = logging.getLogger("fastkafka.server")
+request_log = logging.getLogger("fastkafka.server.requests")
+
+DELAYED = object()
+
+
+class RequestContext:
+    """What a handler knows about its request besides the body. ``send`` may be called from any thread."""
+
+    __slots__ = ("request", "header", "codec", "broker", "received")
+
+    def __init__(self, request, header: P.RequestHeader, codec: P.Codec, broker):
+        self.request = request
+        self.header = header
+        self.codec = codec
+        self.broker = broker
+        self.received = request.received
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+    @property
+    def listener(self) -> str:
+        return self.request.listener
+
+    def send(self, response) -> None:
+        """Encode ``response`` and queue it on the connection (or nothing for ``None``)."""
+        if response is None:
+            self.request.no_response()
+            return
+        try:
+            chunks = self.codec.encode_response(self.header.correlation_id, response)
+        except Exception:
+            log.exception("cannot encode %s v%d response; closing the connection",
+                          P.API_NAMES.get(self.header.api_key), self.version)
+            self.request.close_connection()
+            return
+        self.request.respond(chunks)
+
+
+class Dispatcher:
+    """Thread-safe: called concurrently by processors (inline) or handler threads."""
+
+    def __init__(self, broker, handlers: dict[int, Callable], advertised: P.Advertised):
+        self._broker = broker
+        self._handlers = handlers
+        self.advertised = advertised
+
+    def handle(self, request) -> None:
+        frame = request.frame
+        try:
+            header, pos = P.read_request_header(frame)
+        except P.ProtocolError as e:
+            log.info("closing %s: unreadable request header (%s)", request.connection_id, e)
+            request.close_connection()
+            return
+        key, version = header.api_key, header.api_version
+        if not self.advertised.supports(key, version):
+            if key == P.ApiKey.API_VERSIONS:
+                request.respond(P.encode_api_versions_error(header.correlation_id, self.advertised))
+            else:
+                log.info("closing %s: %s v%d is not supported", request.connection_id,
+                         P.API_NAMES.get(key, f"api key {key}"), version)
+                request.close_connection()
+            return
+        codec = P.codec(key, version)
+        try:
+            body = codec.decode_request(frame, pos)
+        except P.ProtocolError as e:
+            log.info("closing %s: malformed %s v%d request (%s)", request.connection_id,
+                     P.API_NAMES[key], version, e)
+            request.close_connection()
+            return
+        ctx = RequestContext(request, header, codec, self._broker)
+        if request_log.isEnabledFor(logging.DEBUG):
+            request_log.debug("%s v%d corr=%d from %s", P.API_NAMES[key], version,
+                              header.correlation_id, request.connection_id)
+        try:
+            response = self._handlers[key](ctx, body)
+        except Exception as e:
+            if not isinstance(e, errors.KafkaError):
+                log.exception("%s v%d handler failed", P.API_NAMES[key], version)
+            response = self._error_response(key, version, body, e)
+            if response is None:
+                request.close_connection()
+                return
+        if response is DELAYED:
+            return
+        ctx.send(response)
+        if request_log.isEnabledFor(logging.DEBUG):
+            request_log.debug("%s v%d corr=%d done in %.3f ms", P.API_NAMES[key], version,
+                              header.correlation_id, (time.monotonic() - request.received) * 1000)
+
+    def _error_response(self, key: int, version: int, body, exc: BaseException):
+        try:
+            return P.error_response(key, version, body, errors.code_of(exc), str(exc) or None,
+                                    advertised=self.advertised)
+        except Exception:
+            log.exception("cannot build the error response of %s v%d", P.API_NAMES[key], version)
+            return None

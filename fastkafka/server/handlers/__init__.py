@@ -1,0 +1,38 @@
+"""The dispatch table: API key -> ``handle_<api>``, and the version ranges the broker advertises.
+
+An API is advertised exactly when its handler is here, over the range the handler implements
+(DESIGN §1: from version 0, never a version whose semantics are missing).
+"""
+from __future__ import annotations
+
+from fastkafka.protocol import ApiKey
+
+from .admin import handle_create_partitions, handle_create_topics, handle_delete_records, handle_delete_topics
+from .api_versions import handle_api_versions
+from .configs import handle_describe_configs
+from .fetch import handle_fetch
+from .list_offsets import handle_list_offsets
+from .metadata import handle_metadata
+from .produce import handle_produce
+
+__all__ = ["HANDLERS", "RANGES", "advertised_apis"]
+
+# api key -> (handler, min version, max version)
+RANGES = {
+    ApiKey.PRODUCE: (handle_produce, 0, 7),
+    ApiKey.FETCH: (handle_fetch, 0, 11),
+    ApiKey.LIST_OFFSETS: (handle_list_offsets, 0, 5),
+    ApiKey.METADATA: (handle_metadata, 0, 8),
+    ApiKey.API_VERSIONS: (handle_api_versions, 0, 3),
+    ApiKey.CREATE_TOPICS: (handle_create_topics, 0, 4),
+    ApiKey.DELETE_TOPICS: (handle_delete_topics, 0, 3),
+    ApiKey.DELETE_RECORDS: (handle_delete_records, 0, 1),
+    ApiKey.DESCRIBE_CONFIGS: (handle_describe_configs, 0, 2),
+    ApiKey.CREATE_PARTITIONS: (handle_create_partitions, 0, 1),
+}
+
+HANDLERS = {key: h for key, (h, _, _) in RANGES.items()}
+
+
+def advertised_apis() -> dict[int, tuple[int, int]]:
+    return {key: (lo, hi) for key, (_, lo, hi) in RANGES.items()}

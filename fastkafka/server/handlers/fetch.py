@@ -1,0 +1,138 @@
+"""Fetch v0–11: file regions out of the logs, long-polled in a purgatory woken by appends.
+
+Per partition the log resolves ``(segment file, position, length)``; the response carries that
+region and the network processor ``sendfile``\\ s it (DESIGN §3) — no record bytes enter Python,
+except for v0–v3 fetchers, which get the v2 batches down-converted to the message format they
+read (magic 0 for v0–v1, magic 1 for v2–v3).
+
+Limits (KIP-74, v3+): ``max_bytes`` bounds the whole response and ``partition_max_bytes`` each
+partition, but the first partition with data returns at least one whole batch so a consumer
+can never get stuck behind a batch larger than its limits. Older versions may get a partial
+trailing batch, which their clients skip by size.
+
+Long poll: if fewer than ``min_bytes`` are available and ``max_wait_ms`` > 0, the fetch waits in
+the broker's fetch purgatory, watched under each of its partitions; an append to any of them
+re-reads, and the deadline answers with whatever is there.
+
+Transactions do not exist yet, so READ_COMMITTED reads up to the same high watermark and the
+aborted-transaction list is empty. Fetch sessions (v7+, KIP-227) are declined: every answer
+carries session id 0, which tells the client to keep sending full requests.
+"""
+from __future__ import annotations
+
+import logging
+
+from fastkafka import errors
+
+from ..dispatch import DELAYED
+from ..purgatory import DelayedOperation
+from ..send import FileRegion
+
+__all__ = ["handle_fetch"]
+
+log = logging.getLogger("fastkafka.server")
+
+_NO_SESSION = errors.FetchSessionIdNotFoundError.code
+_BAD_EPOCH = errors.InvalidFetchSessionEpochError.code
+READ_COMMITTED = 1
+
+
+class _Read:
+    """One pass over the requested partitions: per-partition results and the bytes found."""
+
+    __slots__ = ("results", "total", "errored")
+
+    def __init__(self):
+        self.results = []     # per topic: (name, [partition response kwargs])
+        self.total = 0
+        self.errored = False
+
+
+def _read_all(ctx, req) -> _Read:
+    topics = ctx.broker.topics
+    version = ctx.version
+    down_magic = 0 if version <= 1 else (1 if version <= 3 else None)
+    kip74 = version >= 3
+    budget = req.max_bytes if kip74 else 1 << 62
+    out = _Read()
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            hw = lso = -1
+            code = 0
+            records = b""
+            try:
+                lg = topics.log(t.topic, p.partition)
+                hw, lso = lg.high_watermark, lg.log_start_offset
+                limit = min(p.partition_max_bytes, budget - out.total)
+                if limit > 0 or (kip74 and out.total == 0):
+                    region = lg.read(p.fetch_offset, max(limit, 0), max_offset=hw,
+                                     min_one_message=kip74 and out.total == 0)
+                    hw, lso = region.high_watermark, region.log_start_offset
+                    if region.length:
+                        if down_magic is not None:
+                            records = _down_convert(region, down_magic)
+                        else:
+                            records = FileRegion(region.file.fileno(), region.position, region.length,
+                                                 owner=region)
+                        out.total += len(records)
+            except errors.KafkaError as e:
+                code = e.code
+                out.errored = True
+            except Exception:
+                log.exception("fetch from %s-%d failed", t.topic, p.partition)
+                code = errors.UnknownServerError.code
+                out.errored = True
+            parts.append(dict(partition_index=p.partition, error_code=code, high_watermark=hw,
+                              last_stable_offset=hw, log_start_offset=lso,
+                              aborted_transactions=[] if req.isolation_level == READ_COMMITTED else None,
+                              preferred_read_replica=-1, records=records))
+        out.results.append((t.topic, parts))
+    return out
+
+
+def _down_convert(region, magic: int) -> bytes:
+    from fastkafka import legacy  # noqa: PLC0415  (only old fetchers pay for the import)
+    return legacy.down_convert(region.read_bytes(), magic)
+
+
+def _response(ctx, read: _Read, error_code: int = 0):
+    cls = ctx.codec.api.response
+    return cls(throttle_time_ms=0, error_code=error_code, session_id=0, responses=[
+        cls.Responses(topic=name, partitions=[cls.Responses.Partitions(**kw) for kw in parts])
+        for name, parts in read.results])
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting for ``min_bytes``; completes on an append that satisfies it or at its deadline."""
+
+    def __init__(self, ctx, req):
+        super().__init__(req.max_wait_ms)
+        self.ctx, self.req = ctx, req
+        self.read: _Read | None = None
+
+    def try_complete(self) -> bool:
+        read = _read_all(self.ctx, self.req)
+        if read.total >= self.req.min_bytes or read.errored:
+            self.read = read
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        read = self.read if self.read is not None else _read_all(self.ctx, self.req)
+        self.ctx.send(_response(self.ctx, read))
+
+
+def handle_fetch(ctx, req):
+    if ctx.version >= 7:
+        if req.session_id != 0:
+            return _response(ctx, _Read(), _NO_SESSION)
+        if req.session_epoch not in (-1, 0):
+            return _response(ctx, _Read(), _BAD_EPOCH)
+    read = _read_all(ctx, req)
+    if req.max_wait_ms <= 0 or read.total >= req.min_bytes or read.errored or not req.topics:
+        return _response(ctx, read)
+    keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    op = DelayedFetch(ctx, req)
+    ctx.broker.fetch_purgatory.try_complete_else_watch(op, keys)
+    return DELAYED

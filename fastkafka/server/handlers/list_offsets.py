@@ -1,0 +1,44 @@
+"""ListOffsets: v0 is the seeds' ``getOffsetsBefore`` (segment base offsets, newest first, up to
+``max_num_offsets``); v1+ answer one (timestamp, offset) per partition.
+
+Special timestamps: -1 latest (the high watermark), -2 earliest (the log start offset); any
+other value finds the first record with a timestamp at or after it (offset -1 and timestamp -1
+when there is none, as Kafka answers).
+"""
+from __future__ import annotations
+
+from fastkafka import errors
+
+__all__ = ["handle_list_offsets"]
+
+
+def handle_list_offsets(ctx, req):
+    topics = ctx.broker.topics
+    version = ctx.version
+    cls = ctx.codec.api.response
+    out = []
+    for t in req.topics:
+        parts = []
+        seen = set()
+        for p in t.partitions:
+            kw = dict(partition_index=p.partition_index, error_code=0, old_style_offsets=[],
+                      timestamp=-1, offset=-1, leader_epoch=-1)
+            try:
+                if version >= 1 and p.partition_index in seen:
+                    raise errors.InvalidRequestError("partition listed twice")
+                seen.add(p.partition_index)
+                lg = topics.log(t.name, p.partition_index)
+                if version == 0:
+                    if p.max_num_offsets < 0:
+                        raise errors.InvalidRequestError("max_num_offsets is negative")
+                    kw["old_style_offsets"] = lg.offsets_before(p.timestamp, p.max_num_offsets)
+                else:
+                    found = lg.offset_for_timestamp(p.timestamp)
+                    if found is not None:
+                        kw["offset"], kw["timestamp"] = found
+                        kw["leader_epoch"] = 0
+            except errors.KafkaError as e:
+                kw["error_code"] = e.code
+            parts.append(cls.Topics.Partitions(**kw))
+        out.append(cls.Topics(name=t.name, partitions=parts))
+    return cls(throttle_time_ms=0, topics=out)

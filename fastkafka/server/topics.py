@@ -1,0 +1,180 @@
+"""Topic management policy: what creating, growing and deleting a topic means for this broker.
+
+The registry (:mod:`fastkafka.cluster.embedded`) records *that* a topic exists; the log
+manager holds its partitions' data. This module keeps the two in step, applies Kafka's rules
+(topic names, partition counts, replication factor on one broker, topic config names and
+values) and logs one line per change. Lookups on the produce/fetch path are one dict access on
+an immutable snapshot, no lock.
+
+Example::
+
+    >>> tm.create("orders", num_partitions=3, replication_factor=-1, configs={"retention.ms": "60000"})  # doctest: +SKIP
+    >>> tm.log("orders", 2)  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Mapping
+
+from fastkafka import errors
+from fastkafka.cluster.embedded import EmbeddedMetadata, TopicInfo, validate_topic_name
+from fastkafka.config import ConfigException, KafkaConfig, LogConfig
+
+__all__ = ["TopicManager", "INTERNAL_TOPICS"]
+
+log = logging.getLogger("fastkafka.server")
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class TopicManager:
+    """Thread-safe: changes are serialised by one lock; reads use snapshots."""
+
+    def __init__(self, config: KafkaConfig, logs, metadata: EmbeddedMetadata, purgatory=None):
+        self.config = config
+        self._logs = logs
+        self._metadata = metadata
+        self._purgatory = purgatory
+        self._lock = threading.RLock()
+        self._partitions: dict[tuple[str, int], object] = {}   # (topic, partition) -> Log, copy-on-write
+        self._log_configs: dict[str, LogConfig] = {}
+        if purgatory is not None:  # every append wakes the fetches waiting on that partition
+            check = purgatory.check
+            logs.append_listeners.append(lambda lg: check((lg.topic, lg.partition)))
+
+    # --- reads ---
+    def log(self, topic: str, partition: int):
+        """The partition's Log; UnknownTopicOrPartitionError if there is none."""
+        lg = self._partitions.get((topic, partition))
+        if lg is None:
+            raise errors.UnknownTopicOrPartitionError(f"{topic}-{partition} is not on this broker")
+        return lg
+
+    def get(self, topic: str) -> TopicInfo | None:
+        return self._metadata.get(topic)
+
+    def all(self) -> Mapping[str, TopicInfo]:
+        return self._metadata.topics()
+
+    def log_config(self, topic: str) -> LogConfig:
+        cfg = self._log_configs.get(topic)
+        if cfg is None:
+            info = self._metadata.get(topic)
+            if info is None:
+                raise errors.UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
+            cfg = LogConfig.from_broker(self.config, info.configs)
+        return cfg
+
+    # --- startup ---
+    def load(self) -> None:
+        """Open the log of every partition the registry lists."""
+        with self._lock:
+            parts = dict(self._partitions)
+            for info in self._metadata.topics().values():
+                cfg = LogConfig.from_broker(self.config, info.configs)
+                self._log_configs[info.name] = cfg
+                for p in range(info.partitions):
+                    parts[(info.name, p)] = self._open(info.name, p, cfg)
+            self._partitions = parts
+
+    def _open(self, topic: str, partition: int, cfg: LogConfig):
+        return self._logs.get_or_create_log(topic, partition, cfg)
+
+    # --- changes ---
+    def validate_configs(self, configs: Mapping[str, str | None]) -> LogConfig:
+        """Parse topic-level overrides with Kafka's names; InvalidConfigError names the bad one."""
+        try:
+            return LogConfig.from_broker(self.config, {k: v for k, v in configs.items() if v is not None})
+        except ConfigException as e:
+            raise errors.InvalidConfigError(str(e)) from None
+
+    def validate_create(self, name: str, num_partitions: int, replication_factor: int,
+                        configs: Mapping[str, str | None], assignments=()) -> tuple[int, LogConfig]:
+        """Check a CreateTopics entry; returns (partitions, LogConfig) or raises the Kafka error."""
+        validate_topic_name(name)
+        if self._metadata.get(name) is not None:
+            raise errors.TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                raise errors.InvalidRequestError(
+                    "Both numPartitions or replicationFactor and replicasAssignments were set.")
+            for i, a in enumerate(sorted(assignments, key=lambda a: a.partition_index)):
+                if a.partition_index != i:
+                    raise errors.InvalidReplicaAssignmentError("partitions must be numbered 0..n-1")
+                if list(a.broker_ids) != [self.config["broker.id"]]:
+                    raise errors.InvalidReplicaAssignmentError(
+                        f"replicas {list(a.broker_ids)} name brokers other than {self.config['broker.id']}")
+            num_partitions = len(assignments)
+        else:
+            if num_partitions == -1:
+                num_partitions = self.config["num.partitions"]
+            if replication_factor == -1:
+                replication_factor = self.config["default.replication.factor"]
+            if num_partitions <= 0:
+                raise errors.InvalidPartitionsError("Number of partitions must be larger than 0.")
+            if replication_factor <= 0:
+                raise errors.InvalidReplicationFactorError("Replication factor must be larger than 0.")
+            if replication_factor > 1:
+                raise errors.InvalidReplicationFactorError(
+                    f"Replication factor: {replication_factor} larger than available brokers: 1.")
+        return num_partitions, self.validate_configs(configs)
+
+    def create(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+               configs: Mapping[str, str | None] | None = None, assignments=()) -> TopicInfo:
+        """Create a topic and its partition logs (raises the Kafka error on bad input)."""
+        configs = {k: v for k, v in (configs or {}).items() if v is not None}
+        with self._lock:
+            n, cfg = self.validate_create(name, num_partitions, replication_factor, configs, assignments)
+            info = self._metadata.create_topic(name, n, configs)
+            self._log_configs[name] = cfg
+            parts = dict(self._partitions)
+            for p in range(n):
+                parts[(name, p)] = self._open(name, p, cfg)
+            self._partitions = parts
+        log.info("created topic %s with %d partition(s)%s", name, n,
+                 f" and configs {configs}" if configs else "")
+        return info
+
+    def auto_create(self, name: str) -> TopicInfo | None:
+        """Create ``name`` with the broker defaults if it is still missing; None if not allowed."""
+        if not self.config["auto.create.topics.enable"] or name in INTERNAL_TOPICS:
+            return None
+        try:
+            return self.create(name)
+        except errors.TopicAlreadyExistsError:
+            return self._metadata.get(name)
+
+    def delete(self, name: str) -> None:
+        if not self.config["delete.topic.enable"]:
+            raise errors.TopicDeletionDisabledError("Topic deletion is disabled.")
+        with self._lock:
+            info = self._metadata.delete_topic(name)
+            parts = dict(self._partitions)
+            for p in range(info.partitions):
+                parts.pop((name, p), None)
+            self._partitions = parts
+            self._log_configs.pop(name, None)
+            for p in range(info.partitions):
+                self._logs.delete_log(name, p)
+        log.info("deleted topic %s", name)
+
+    def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        """Grow ``name`` to ``count`` partitions (InvalidPartitionsError unless it grows)."""
+        with self._lock:
+            info = self._metadata.get(name)
+            if info is None:
+                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            if count <= info.partitions:
+                raise errors.InvalidPartitionsError(
+                    f"Topic currently has {info.partitions} partitions, which is higher than or equal "
+                    f"to the requested {count}.")
+            if validate_only:
+                return
+            self._metadata.set_partitions(name, count)
+            cfg = self.log_config(name)
+            parts = dict(self._partitions)
+            for p in range(info.partitions, count):
+                parts[(name, p)] = self._open(name, p, cfg)
+            self._partitions = parts
+        log.info("topic %s now has %d partitions (was %d)", name, count, info.partitions)
