@@ -136,6 +136,13 @@ cdef class SegmentFile:
             raise OSError(errno, os.strerror(errno), self.path)
         self.sync_count += 1
 
+    def set_size(self, int64_t size):
+        """Set where the next append goes without touching the file: a handle opened while another
+        handle was writing learns the writer's end from the LogSegment. Writer only."""
+        if size < 0:
+            raise ValueError("negative size")
+        self.size = size
+
     def truncate(self, int64_t size):
         """Cut the file to ``size`` bytes (no-op if already smaller). Not thread-safe."""
         self._check_open()

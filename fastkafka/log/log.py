@@ -1,0 +1,428 @@
+"""Log: one partition's ordered segments — append, read, roll, flush policy, offsets, retention.
+
+Policy lives here; the byte work is in ``_core``: ``Log.append`` validates batches
+(``_core.records``, nogil), stamps offsets in place, and hands the buffer to the active
+``LogSegment``; ``Log.read`` resolves an offset to a file region through an immutable snapshot of
+the segment list and the mmap'd index — bytes are never read into Python.
+
+Thread-safety: appends, rolls, flushes' bookkeeping, truncation and deletions are serialized by
+``self._lock``. Reads never take it: they binary-search the current copy-on-write snapshot and
+bound themselves by each segment's published size.
+
+Example::
+
+    >>> log = Log("/data/orders-0", LogConfig())                         # doctest: +SKIP
+    >>> info = log.append(bytearray(build_batch([(b"k", b"v", [], 1)])))   # doctest: +SKIP
+    >>> info.base_offset, log.read(0, 1 << 20).length                      # doctest: +SKIP
+    (0, 68)
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Callable, NamedTuple
+
+from .. import errors
+from .._core import records as _records
+from .._core.segment import SegmentFile
+from ..config import LogConfig
+from . import retention
+from .lookup import first_record_at_or_after
+from .files import FileCache
+from .recovery import load_segments
+from .scheduler import Scheduler, wall_clock_ms
+from .segment import LogSegment
+from .segments import LogSegments
+
+INT32_MAX = (1 << 31) - 1
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+class LogAppendInfo(NamedTuple):
+    base_offset: int
+    last_offset: int
+    log_append_time: int       # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+class FetchRegion(NamedTuple):
+    """Where a fetch's bytes are: ``length`` bytes of ``file`` from ``position`` (length 0 and
+    file None when there is nothing to send). Holding the region keeps the descriptor open."""
+
+    file: SegmentFile | None
+    position: int
+    length: int
+    high_watermark: int
+    log_start_offset: int
+
+    @property
+    def file_path(self) -> str | None:
+        return None if self.file is None else self.file.path
+
+    def fileno(self) -> int:
+        return self.file.fileno()
+
+    def read_bytes(self) -> bytes:
+        """The region's bytes (tests and tools; the server sendfiles instead)."""
+        return b"" if self.file is None else self.file.read(self.position, self.length)
+
+
+def parse_topic_partition(dir_name: str) -> tuple[str, int]:
+    topic, _, part = os.path.basename(os.path.normpath(dir_name)).rpartition("-")
+    if not topic or not part.isdigit():
+        raise ValueError(f"{dir_name!r} is not a <topic>-<partition> directory")
+    return topic, int(part)
+
+
+class Log:
+    """The log of one partition. See the module docstring for thread rules."""
+
+    def __init__(self, dir: str, config: LogConfig | None = None, *, files: FileCache | None = None,
+                 scheduler: Scheduler | None = None, clock: Callable[[], int] | None = None,
+                 recovery_point: int = 0, log_start_offset: int = 0, clean_shutdown: bool = False,
+                 append_listeners: list | None = None):
+        self.dir = os.path.abspath(dir)
+        self.topic, self.partition = parse_topic_partition(self.dir)
+        self.config = config or LogConfig()
+        self.clock = clock or (scheduler.clock if scheduler else wall_clock_ms)
+        self.scheduler = scheduler or Scheduler(self.clock)
+        self._files = files or FileCache()
+        self._lock = threading.RLock()
+        # Called with this Log after every append, outside the lock (fetch long-poll wake-up).
+        self.append_listeners: list[Callable[[Log], None]] = (
+            append_listeners if append_listeners is not None else [])
+        os.makedirs(self.dir, exist_ok=True)
+        loaded = load_segments(self.dir, self.config, self._files, recovery_point=recovery_point,
+                               clean_shutdown=clean_shutdown, now_ms=self.clock())
+        self._segments = LogSegments(loaded.segments)
+        self._next_offset = loaded.next_offset
+        self.recovery_point = min(max(recovery_point, 0), self._next_offset) if clean_shutdown \
+            else self._next_offset
+        self.recovered_bytes_dropped = loaded.bytes_dropped
+        self.log_start_offset = max(log_start_offset, self._segments.first.base_offset)
+        if self.log_start_offset > self._next_offset:
+            self.log_start_offset = self._next_offset
+        self._high_watermark = self._next_offset
+        self._unflushed_messages = 0
+        self._last_flush_ms = self.clock()
+        self.flush_count = 0
+        self.deleted = False
+
+    def __repr__(self) -> str:
+        return f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._next_offset})"
+
+    # --- offsets ---
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Last committed offset + 1; with one replica it follows the log end offset."""
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark (replication), clamped to [log_start_offset, log_end_offset]."""
+        with self._lock:
+            self._high_watermark = max(self.log_start_offset, min(offset, self._next_offset))
+            return self._high_watermark
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._segments.snapshot()[0]
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments.active
+
+    # --- append ---
+    def append(self, buf, leader_epoch: int = -1) -> LogAppendInfo:
+        """Validate, stamp offsets in place and append v2 batches from a writable buffer.
+
+        Raises CorruptMessageError (framing/CRC), InvalidRecordError (record framing or no
+        batches), MessageTooLargeError (a batch over max.message.bytes), RecordListTooLargeError
+        (the set does not fit a segment), KafkaStorageError (I/O). Thread-safe.
+
+        Example::
+
+            >>> log.append(bytearray(build_batch([(None, b"v", [], 5)]))).base_offset  # doctest: +SKIP
+            0
+        """
+        mv = memoryview(buf)
+        if mv.readonly:
+            mv = memoryview(bytearray(mv))   # offsets are stamped in place; callers should pass bytearrays
+        n = mv.nbytes
+        v = _records.validate(mv, records=True)
+        if v.error is not None:
+            if v.error_code == errors.InvalidRecordError.code:
+                raise errors.InvalidRecordError(str(v.error))
+            raise v.error
+        if v.batch_count == 0:
+            raise errors.InvalidRecordError("produce request without record batches")
+        cfg = self.config
+        if n > cfg.max_message_bytes:
+            for _pos, _b, _l, _t, size in _records.batch_index(mv, check_crc=False):
+                if size > cfg.max_message_bytes:
+                    raise errors.MessageTooLargeError(
+                        f"batch of {size} bytes exceeds max.message.bytes {cfg.max_message_bytes}")
+        if n > cfg.segment_bytes:
+            raise errors.RecordListTooLargeError(
+                f"{n} bytes of batches exceed segment.bytes {cfg.segment_bytes}")
+        flush_now = False
+        with self._lock:
+            if self.deleted:
+                raise errors.KafkaStorageError(f"log {self.topic}-{self.partition} was deleted")
+            now = self.clock()
+            append_time = now if cfg.log_append_time else -1
+            base = self._next_offset
+            try:
+                nxt = _records.assign_offsets(mv, base, leader_epoch, append_time)
+                seg = self._maybe_roll(n, base, nxt - 1, now)
+                seg.append(mv, nxt - 1, append_time if append_time >= 0 else v.max_timestamp)
+            except OSError as e:
+                raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
+            self._next_offset = nxt
+            self._high_watermark = nxt
+            self._unflushed_messages += v.record_count
+            if self._unflushed_messages >= cfg.flush_messages or (
+                    now - self._last_flush_ms >= cfg.flush_ms):
+                flush_now = True
+            lso = self.log_start_offset
+        if flush_now:
+            self.flush()
+        for listener in self.append_listeners:
+            listener(self)
+        return LogAppendInfo(base, nxt - 1, append_time, lso)
+
+    def _maybe_roll(self, n: int, first_offset: int, last_offset: int, now: int) -> LogSegment:
+        seg = self._segments.active
+        cfg = self.config
+        if seg.size > 0 and (
+                seg.size + n > cfg.segment_bytes
+                or now - seg.created_ms >= cfg.segment_ms
+                or seg.offset_index().is_full or seg.time_index().is_full
+                or last_offset - seg.base_offset > INT32_MAX):
+            return self.roll(first_offset, now)
+        return seg
+
+    def roll(self, new_base: int | None = None, now: int | None = None) -> LogSegment:
+        """Start a new active segment at ``new_base`` (default: the log end offset); the old one
+        is trimmed and flushed in the background. Thread-safe."""
+        with self._lock:
+            old = self._segments.active
+            new_base = self._next_offset if new_base is None else new_base
+            if old.size == 0 and old.base_offset == new_base:
+                return old
+            old.roll()
+            seg = LogSegment(self.dir, new_base, self.config, self._files, active=True,
+                             created_ms=self.clock() if now is None else now)
+            self._segments.add(seg)
+        # Kafka flushes a rolled segment asynchronously so the append that rolled does not wait.
+        self.scheduler.schedule(0, lambda: self.flush(upto=new_base))
+        return seg
+
+    # --- flush policy ---
+    def flush(self, upto: int | None = None) -> None:
+        """fdatasync every segment holding offsets in [recovery_point, upto) and advance the
+        recovery point. fsync runs outside the append lock. Thread-safe."""
+        with self._lock:
+            upto = self._next_offset if upto is None else min(upto, self._next_offset)
+            if upto <= self.recovery_point:
+                return
+            segs, bases = self._segments.snapshot()
+            first = max(LogSegments.floor_index((segs, bases), self.recovery_point), 0)
+            todo = [s for s in segs[first:] if s.base_offset < upto]
+            if upto == self._next_offset:
+                self._unflushed_messages = 0
+            self._last_flush_ms = self.clock()
+        try:
+            for s in todo:
+                s.flush()
+        except OSError as e:
+            raise errors.KafkaStorageError(f"flush of {self.dir} failed: {e}") from e
+        with self._lock:
+            self.flush_count += 1
+            self.recovery_point = max(self.recovery_point, upto)
+
+    def flush_if_due(self, now: int | None = None) -> bool:
+        """The flush.ms timer: flush when unflushed data is at least flush.ms old."""
+        now = self.clock() if now is None else now
+        if self._next_offset > self.recovery_point and now - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+            return True
+        return False
+
+    # --- reads ---
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_message: bool = True) -> FetchRegion:
+        """File region starting at the batch containing ``offset``: at most ``max_bytes`` (may end
+        in a partial batch) except that the first batch is whole (KIP-74); never past
+        ``max_offset`` (e.g. the high watermark). OffsetOutOfRangeError outside
+        [log_start_offset, log_end_offset]. Lock-free.
+
+        Example::
+
+            >>> r = log.read(0, 1 << 20); os.sendfile(sock, r.fileno(), r.position, r.length)  # doctest: +SKIP
+        """
+        segs, bases = snap = self._segments.snapshot()
+        hw = self._high_watermark
+        leo = self._next_offset
+        lso = self.log_start_offset
+        if offset < lso or offset > leo:
+            raise errors.OffsetOutOfRangeError(
+                f"offset {offset} is outside [{lso}, {leo}] of {self.topic}-{self.partition}")
+        limit = leo if max_offset is None else min(max_offset, leo)
+        if offset >= limit:
+            return FetchRegion(None, 0, 0, hw, lso)
+        i = LogSegments.floor_index(snap, offset)
+        try:
+            while 0 <= i < len(segs):
+                seg = segs[i]
+                end = seg.size
+                if limit < leo and (i + 1 == len(segs) or bases[i + 1] > limit):
+                    p = seg.position_of(limit, end)
+                    end = end if p is None else p
+                r = seg.read(offset, max_bytes, end, min_one_message)
+                if r is not None:
+                    return FetchRegion(r[0], r[1], r[2], hw, lso)
+                i += 1   # offset past this segment's last batch (compacted away or at its end)
+        except FileNotFoundError:
+            raise errors.OffsetOutOfRangeError(
+                f"offset {offset} of {self.topic}-{self.partition} was deleted while reading") from None
+        return FetchRegion(None, 0, 0, hw, lso)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets: (offset, timestamp) of the first record with timestamp >= ``timestamp``;
+        -2 earliest, -1 latest (the high watermark), -3 the record with the max timestamp.
+        None when no record is that recent. Lock-free."""
+        lso = self.log_start_offset
+        if timestamp == EARLIEST_TIMESTAMP:
+            return (lso, -1)
+        if timestamp == LATEST_TIMESTAMP:
+            return (self._high_watermark, -1)
+        segs = self._segments.snapshot()[0]
+        if timestamp == MAX_TIMESTAMP:
+            best = max(segs, key=lambda s: s.max_timestamp)
+            if best.max_timestamp < 0:
+                return None
+            return (best._offset_of_max_timestamp, best.max_timestamp)
+        for seg in segs:
+            if seg.max_timestamp < timestamp or seg.size == 0:
+                continue
+            start = max(lso, seg.base_offset)
+            found = seg.find_offset_by_timestamp(timestamp, start)
+            if found is not None:
+                pos, _base, size = found
+                return first_record_at_or_after(seg.file().read(pos, size), timestamp, start)
+        return None
+
+    def offsets_before(self, timestamp: int, max_num: int) -> list[int]:
+        """Legacy ListOffsets v0 (the seeds' getOffsetsBefore): segment base offsets whose segment
+        was last written at or before ``timestamp``, newest first; -1 latest, -2 earliest."""
+        segs = self._segments.snapshot()[0]
+        entries = [(s.base_offset, s.largest_timestamp()) for s in segs]
+        if segs[-1].size > 0:
+            entries.append((self._next_offset, self.clock()))
+        if entries:
+            entries[0] = (max(entries[0][0], self.log_start_offset), entries[0][1])
+        if timestamp == LATEST_TIMESTAMP:
+            start = len(entries) - 1
+        elif timestamp == EARLIEST_TIMESTAMP:
+            start = 0
+        else:
+            start = -1
+            for i, (_, ts) in enumerate(entries):
+                if ts <= timestamp:
+                    start = i
+        return [entries[i][0] for i in range(start, -1, -1)][:max_num]
+
+    # --- retention, DeleteRecords, truncation ---
+    def delete_old_segments(self, now: int | None = None) -> int:
+        """Delete whole segments past retention (time, size) or below the log start offset —
+        never the active one. Files are renamed ``.deleted`` and removed after
+        file.delete.delay.ms, so readers of an old snapshot finish. Returns segments deleted."""
+        now = self.clock() if now is None else now
+        with self._lock:
+            gone = retention.deletable_segments(list(self._segments), self.config, now, self.log_start_offset)
+            if not gone:
+                return 0
+            self._segments.remove(gone)
+            self.log_start_offset = max(self.log_start_offset, self._segments.first.base_offset)
+            for seg in gone:
+                seg.rename_to_deleted()
+        self._schedule_removal(gone)
+        return len(gone)
+
+    def _schedule_removal(self, gone: list[LogSegment]) -> None:
+        def remove() -> None:
+            for seg in gone:
+                seg.remove_files()
+        self.scheduler.schedule(self.config.file_delete_delay_ms, remove)
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: advance the log start offset to ``offset`` (-1: the high watermark) and
+        drop segments wholly below it. Returns the new log start offset (low watermark)."""
+        with self._lock:
+            if offset == -1:
+                offset = self._high_watermark
+            if offset < 0 or offset > self._high_watermark:
+                raise errors.OffsetOutOfRangeError(
+                    f"cannot delete records before {offset}: high watermark is {self._high_watermark}")
+            self.log_start_offset = max(self.log_start_offset, offset)
+        self.delete_old_segments()
+        return self.log_start_offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every record at or after ``offset`` (a follower diverging; tests). Thread-safe."""
+        with self._lock:
+            if offset >= self._next_offset:
+                return
+            offset = max(offset, self.log_start_offset)
+            segs = list(self._segments)
+            gone = [s for s in segs if s.base_offset >= offset and s is not segs[0]]
+            keep = [s for s in segs if s not in gone]
+            last = keep[-1]
+            if last.active:
+                pos = last.position_of(offset)
+            else:
+                pos = last.position_of(offset)
+                last.close()          # reopened lazily as the writable, untrimmed active segment
+                last.active = True
+            if pos is not None:
+                last.truncate_to(pos, offset)
+            self._segments.remove(gone)
+            for s in gone:
+                s.rename_to_deleted()
+            self._next_offset = offset
+            self._high_watermark = min(self._high_watermark, offset)
+            self.recovery_point = min(self.recovery_point, offset)
+        self._schedule_removal(gone)
+
+    # --- lifecycle ---
+    def close(self) -> None:
+        """Flush and close every segment (indexes trimmed). Thread-safe."""
+        self.flush()
+        with self._lock:
+            for seg in self._segments:
+                seg.close()
+
+    def delete(self) -> None:
+        """Remove the whole log: segments renamed then removed after the delete delay, then the dir."""
+        with self._lock:
+            self.deleted = True
+            gone = list(self._segments)
+            for seg in gone:
+                seg.rename_to_deleted()
+        def remove() -> None:
+            for seg in gone:
+                seg.remove_files()
+            for name in os.listdir(self.dir) if os.path.isdir(self.dir) else ():
+                os.unlink(os.path.join(self.dir, name))
+            os.rmdir(self.dir)
+        self.scheduler.schedule(self.config.file_delete_delay_ms, remove)

@@ -1,0 +1,22 @@
+"""Record-level answers the index cannot give alone: ListOffsets by timestamp inside one batch.
+
+Runs on the ListOffsets path only (never produce/fetch), so decoding one batch in Python is fine.
+
+Example::
+
+    >>> first_record_at_or_after(build_batch([(None, b"a", [], 5), (None, b"b", [], 9)]), 6, 0)  # doctest: +SKIP
+    (1, 9)
+"""
+from __future__ import annotations
+
+from .. import records as _records
+
+
+def first_record_at_or_after(batch: bytes, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record at/after ``start_offset`` with timestamp >=
+    ``timestamp`` in the whole batch ``batch``; None if the batch has none."""
+    for b in _records.iter_batches(batch, check_crc=False):
+        for r in b.records():
+            if r.offset >= start_offset and r.timestamp >= timestamp:
+                return (r.offset, r.timestamp)
+    return None

@@ -1,0 +1,205 @@
+"""LogManager: every partition log of a broker across ``log.dirs``, and their background work.
+
+Startup loads each ``<log.dir>/<topic>-<partition>/`` (recovering after an unclean shutdown,
+``num.recovery.threads.per.data.dir`` at a time), then schedules retention
+(``log.retention.check.interval.ms``), the flush.ms timer, the cleaner for compacted topics and
+the recovery-point / log-start-offset checkpoints. ``shutdown()`` flushes, checkpoints and
+writes the clean-shutdown marker so the next start skips revalidation.
+
+Descriptor budget: at most ``log.max.open.files`` segment files open for all partitions (LRU,
+see files.py), plus the fetch regions in flight; indexes are mmaps and hold no descriptor.
+
+Thread-safety: every method is thread-safe.
+
+Example::
+
+    >>> mgr = LogManager({"log.dirs": "/tmp/data"})                     # doctest: +SKIP
+    >>> log = mgr.get_or_create_log("orders", 0, {"retention.ms": 60000})  # doctest: +SKIP
+    >>> mgr.shutdown()                                                  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Mapping
+
+from ..config import KafkaConfig, LogConfig
+from .checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+                          OffsetCheckpointFile)
+from .cleaner import LogCleaner
+from .files import FileCache
+from .log import Log, parse_topic_partition
+from .scheduler import Scheduler, wall_clock_ms
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    """All partition logs of one broker. Thread-safe."""
+
+    def __init__(self, config: KafkaConfig | Mapping[str, Any] | None = None, *,
+                 clock: Callable[[], int] | None = None, start_scheduler: bool = True):
+        self.config = config if isinstance(config, KafkaConfig) else KafkaConfig(config or {})
+        self.clock = clock or wall_clock_ms
+        self.scheduler = Scheduler(self.clock)
+        self.files = FileCache(self.config["log.max.open.files"])
+        self.default_log_config = LogConfig.from_broker(self.config)
+        self.log_dirs = [os.path.abspath(d) for d in self.config.log_dirs]
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self._lock = threading.RLock()
+        # Called with a Log after each append to it (the server's fetch long-poll wake-up).
+        self.append_listeners: list[Callable[[Log], None]] = []
+        self.cleaner = LogCleaner(self.config, clock=self.clock)
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+        self._load_logs()
+        self._schedule_background()
+        if start_scheduler:
+            self.scheduler.start()
+
+    # --- startup ---
+    def _load_logs(self) -> None:
+        for d in self.log_dirs:
+            marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+            clean = os.path.exists(marker)
+            recovery = OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).read()
+            starts = OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).read()
+            todo = []
+            for name in sorted(os.listdir(d)):
+                path = os.path.join(d, name)
+                if not os.path.isdir(path) or name.endswith("-delete"):
+                    continue
+                try:
+                    tp = parse_topic_partition(path)
+                except ValueError:
+                    continue
+                todo.append((tp, path))
+
+            def load(item: tuple[TopicPartition, str]) -> tuple[TopicPartition, str, Log]:
+                tp, path = item
+                return tp, path, Log(path, self.default_log_config, files=self.files,
+                                     scheduler=self.scheduler, clock=self.clock,
+                                     recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
+                                     clean_shutdown=clean and tp in recovery,
+                                     append_listeners=self.append_listeners)
+            threads = self.config["num.recovery.threads.per.data.dir"]
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="log-recovery") as pool:
+                for tp, path, lg in pool.map(load, todo):
+                    self._logs[tp] = lg
+                    self._dir_of[tp] = d
+            if clean:
+                os.unlink(marker)    # from now on a crash must be noticed at the next start
+
+    def _schedule_background(self) -> None:
+        c = self.config
+        self.scheduler.schedule(c["log.retention.check.interval.ms"], self.cleanup_logs,
+                                period_ms=c["log.retention.check.interval.ms"])
+        self._flush_period = None
+        self._reschedule_flusher(self.default_log_config.flush_ms)
+        self.scheduler.schedule(c["log.flush.offset.checkpoint.interval.ms"], self.checkpoint_recovery_points,
+                                period_ms=max(1, c["log.flush.offset.checkpoint.interval.ms"]))
+        self.scheduler.schedule(c["log.flush.start.offset.checkpoint.interval.ms"],
+                                self.checkpoint_log_start_offsets,
+                                period_ms=max(1, c["log.flush.start.offset.checkpoint.interval.ms"]))
+        if c["log.cleaner.enable"]:
+            self.scheduler.schedule(c["log.cleaner.backoff.ms"], self.clean_logs,
+                                    period_ms=max(1, c["log.cleaner.backoff.ms"]))
+
+    def _reschedule_flusher(self, flush_ms: int) -> None:
+        # The flush.ms timer must tick at least as often as the smallest flush.ms of any log.
+        period = max(1, min(flush_ms, self.config["log.flush.scheduler.interval.ms"]))
+        if period >= (1 << 62) or (self._flush_period is not None and period >= self._flush_period):
+            return
+        self._flush_period = period
+        self.scheduler.schedule(period, lambda: self.flush_dirty_logs(period), period_ms=period)
+
+    # --- partitions ---
+    def get_or_create_log(self, topic: str, partition: int,
+                          topic_config: LogConfig | Mapping[str, Any] | None = None) -> Log:
+        """The log of ``topic``-``partition``, created in the least loaded log dir if missing;
+        ``topic_config`` (topic-level names) overrides the broker defaults."""
+        cfg = self._log_config(topic_config)
+        with self._lock:
+            tp = (topic, partition)
+            lg = self._logs.get(tp)
+            if lg is None:
+                d = min(self.log_dirs, key=lambda x: sum(1 for v in self._dir_of.values() if v == x))
+                lg = Log(os.path.join(d, f"{topic}-{partition}"), cfg, files=self.files,
+                         scheduler=self.scheduler, clock=self.clock, clean_shutdown=True,
+                         append_listeners=self.append_listeners)
+                self._logs[tp] = lg
+                self._dir_of[tp] = d
+            elif topic_config is not None:
+                lg.config = cfg
+        self._reschedule_flusher(cfg.flush_ms)
+        return lg
+
+    def _log_config(self, topic_config: LogConfig | Mapping[str, Any] | None) -> LogConfig:
+        if isinstance(topic_config, LogConfig):
+            return topic_config
+        if not topic_config:
+            return self.default_log_config
+        return LogConfig.from_broker(self.config, topic_config)
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Remove a partition (DeleteTopics): files go after log.segment.delete.delay.ms."""
+        with self._lock:
+            lg = self._logs.pop((topic, partition), None)
+            self._dir_of.pop((topic, partition), None)
+        if lg is None:
+            return False
+        lg.delete()
+        return True
+
+    # --- background work (public so tests drive it with a fake clock) ---
+    def cleanup_logs(self) -> int:
+        """Retention for every log; returns the segments deleted."""
+        now = self.clock()
+        return sum(lg.delete_old_segments(now) for lg in self.logs())
+
+    def flush_dirty_logs(self, _period: int | None = None) -> int:
+        now = self.clock()
+        return sum(1 for lg in self.logs() if lg.flush_if_due(now))
+
+    def clean_logs(self) -> int:
+        """One compaction pass over the compacted logs; returns the logs cleaned."""
+        return sum(1 for lg in self.logs() if lg.config.compact and self.cleaner.clean(lg))
+
+    def _by_dir(self, value: Callable[[Log], int]) -> dict[str, dict[TopicPartition, int]]:
+        out: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        with self._lock:
+            for tp, lg in self._logs.items():
+                out[self._dir_of[tp]][tp] = value(lg)
+        return out
+
+    def checkpoint_recovery_points(self) -> None:
+        for d, offsets in self._by_dir(lambda lg: lg.recovery_point).items():
+            OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).write(offsets)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for d, offsets in self._by_dir(lambda lg: lg.log_start_offset).items():
+            OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).write(offsets)
+
+    def shutdown(self) -> None:
+        """Stop background work, flush and close every log, checkpoint, write the clean-shutdown
+        marker in each log dir."""
+        self.scheduler.shutdown(run_pending=True)
+        for lg in self.logs():
+            lg.close()
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        for d in self.log_dirs:
+            with open(os.path.join(d, CLEAN_SHUTDOWN_FILE), "w"):
+                pass

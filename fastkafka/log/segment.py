@@ -1,0 +1,328 @@
+"""LogSegment: one ``%020d.log`` file with its ``.index`` and ``.timeindex``, named by base offset.
+
+The segment appends whole, already validated and offset-stamped batches; it keeps a sparse offset
+index entry (and a time index entry for the largest timestamp so far) every
+``index.interval.bytes``; it answers "where is the batch containing offset o" with a floor lookup
+in the mmap'd index plus a short forward scan of batch headers (both in ``_core``).
+
+Thread-safety: ``append``, ``truncate_to``, ``roll`` and ``recover`` are writer-only (the owning
+Log's lock). ``read``, ``find_offset_by_timestamp`` and the lazy opening of files may run on any
+thread concurrently with the writer: a reader bounds itself by the ``size`` published after each
+write, so it never sees a partial batch.
+
+Example::
+
+    >>> seg = LogSegment(tmpdir, 0, LogConfig(), FileCache(), active=True)      # doctest: +SKIP
+    >>> seg.append(stamped_batches, first_offset=0); seg.read(0, 1 << 20)        # doctest: +SKIP
+    (<SegmentFile>, 0, 68)
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+
+from .._core.index import OffsetIndex, TimeIndex
+from .._core.records import batch_index
+from .._core.segment import SegmentFile
+from ..config import LogConfig
+from .files import FileCache
+
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+
+def segment_path(dir: str, base_offset: int, suffix: str) -> str:
+    return os.path.join(dir, f"{base_offset:020d}{suffix}")
+
+
+class LogSegment:
+    """A segment of one partition's log. See the module docstring for the thread rules."""
+
+    def __init__(self, dir: str, base_offset: int, config: LogConfig, files: FileCache, *,
+                 active: bool = False, created_ms: int = 0):
+        self.dir = dir
+        self.base_offset = base_offset
+        self.config = config
+        self._files = files
+        self.log_path = segment_path(dir, base_offset, ".log")
+        self.index_path = segment_path(dir, base_offset, ".index")
+        self.time_index_path = segment_path(dir, base_offset, ".timeindex")
+        self.active = active
+        self.created_ms = created_ms
+        if active and not os.path.exists(self.log_path):
+            os.close(os.open(self.log_path, os.O_WRONLY | os.O_CREAT, 0o644))
+        self.size = os.stat(self.log_path).st_size
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        self._max_timestamp: int | None = None      # largest batch max timestamp; lazy on load
+        self._offset_of_max_timestamp = -1
+        self.bytes_since_last_index_entry = 0
+        self._open_lock = threading.Lock()
+        self.deleted = False
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path!r}, size={self.size}, active={self.active})"
+
+    # --- lazily opened files ---
+    def file(self) -> SegmentFile:
+        """The open .log file (through the shared LRU). Thread-safe."""
+        f = self._files.get(self, self._open_file)
+        if self.active and f.size != self.size:
+            f.set_size(self.size)    # a handle opened by a reader mid-write: append at our end
+        return f
+
+    def _open_file(self) -> SegmentFile:
+        try:
+            return SegmentFile(self.log_path, writable=self.active, create=self.active)
+        except FileNotFoundError:
+            if self.deleted:  # renamed to .deleted (or already removed) under an old snapshot
+                return SegmentFile(self.log_path + DELETED_SUFFIX, writable=False)
+            raise
+
+    def offset_index(self) -> OffsetIndex:
+        idx = self._offset_index
+        if idx is None:
+            idx = self._open_indexes()[0]
+        return idx
+
+    def time_index(self) -> TimeIndex:
+        idx = self._time_index
+        if idx is None:
+            idx = self._open_indexes()[1]
+        return idx
+
+    def _open_indexes(self) -> tuple[OffsetIndex, TimeIndex]:
+        with self._open_lock:
+            if self._offset_index is None:
+                max_size = self.config.segment_index_bytes
+                oi = ti = None
+                try:
+                    oi = OffsetIndex(self.index_path, self.base_offset, max_size, self.active)
+                    ti = TimeIndex(self.time_index_path, self.base_offset, max_size, self.active)
+                    sane = oi.is_valid() and ti.is_valid() and (self.active or (
+                        os.path.getsize(self.index_path) % 8 == 0
+                        and os.path.getsize(self.time_index_path) % 12 == 0))
+                except (FileNotFoundError, ValueError):
+                    sane = False
+                if not sane:   # missing or corrupt: indexes are derived data, rebuild them
+                    oi, ti = self._rebuild_indexes()
+                self._time_index = ti
+                self._offset_index = oi
+            return self._offset_index, self._time_index
+
+    def _rebuild_indexes(self) -> tuple[OffsetIndex, TimeIndex]:
+        max_size = self.config.segment_index_bytes
+        oi = OffsetIndex(self.index_path, self.base_offset, max_size, True)
+        ti = TimeIndex(self.time_index_path, self.base_offset, max_size, True)
+        oi.reset()
+        ti.reset()
+        self._max_timestamp, self._offset_of_max_timestamp = -1, -1
+        self.bytes_since_last_index_entry = 0
+        self._index_batches(oi, ti, self._scan_batches(check_crc=False))
+        if not self.active:
+            self._final_time_entry(ti)
+            oi.trim()
+            ti.trim()
+        return oi, ti
+
+    def _scan_batches(self, check_crc: bool) -> list[tuple[int, int, int, int, int]]:
+        """(position, base, last, max_ts, size) of the valid prefix of the file, via mmap."""
+        if self.size == 0:
+            return []
+        with open(self.log_path if not self.deleted else self.log_path + DELETED_SUFFIX, "rb") as fh:
+            with mmap.mmap(fh.fileno(), self.size, access=mmap.ACCESS_READ) as mm:
+                return batch_index(mm, check_crc=check_crc)
+
+    # --- writer side ---
+    def _index_batches(self, oi: OffsetIndex, ti: TimeIndex, batches) -> None:
+        interval = self.config.index_interval_bytes
+        max_ts, off_of_max = self._max_timestamp, self._offset_of_max_timestamp
+        since = self.bytes_since_last_index_entry
+        for pos, _base, last, batch_max_ts, size in batches:
+            if batch_max_ts > max_ts:
+                max_ts, off_of_max = batch_max_ts, last
+            if since > interval and not oi.is_full and not ti.is_full:
+                oi.append(last, pos)
+                ti.append(max_ts, off_of_max)
+                since = 0
+            since += size
+        self._max_timestamp, self._offset_of_max_timestamp = max_ts, off_of_max
+        self.bytes_since_last_index_entry = since
+
+    def append(self, buf, last_offset: int, max_timestamp: int) -> int:
+        """Write stamped batches (``buf``) at the end; returns their position. Writer only.
+
+        ``last_offset``/``max_timestamp`` describe the whole buffer; per-batch index entries are
+        worked out only when this append crosses ``index.interval.bytes``.
+        """
+        f = self.file()
+        oi = self.offset_index()
+        ti = self.time_index()
+        if self._max_timestamp is None:
+            self._load_max_timestamp()
+        pos = f.append(buf)
+        n = len(buf) if not isinstance(buf, memoryview) else buf.nbytes
+        if self.bytes_since_last_index_entry + n > self.config.index_interval_bytes:
+            self._index_batches(oi, ti, [(pos + p, b, last, ts, size)
+                                         for p, b, last, ts, size in batch_index(buf, check_crc=False)])
+        else:
+            self.bytes_since_last_index_entry += n
+            if max_timestamp > self._max_timestamp:
+                self._max_timestamp, self._offset_of_max_timestamp = max_timestamp, last_offset
+        self.size = pos + n     # publish last: readers bound themselves by it
+        return pos
+
+    def flush(self) -> None:
+        """fdatasync the .log. Indexes are not msync'ed: they are rebuilt when found damaged, and
+        a stale-but-valid index only makes lookups scan further. Thread-safe with appends."""
+        if self.size:
+            self.file().flush()
+
+    def roll(self) -> None:
+        """This segment stops being the active one: last time index entry, trim both indexes."""
+        oi, ti = self.offset_index(), self.time_index()
+        if self._max_timestamp is None:
+            self._load_max_timestamp()
+        self._final_time_entry(ti)
+        oi.trim()
+        ti.trim()
+        self.active = False
+
+    def _final_time_entry(self, ti: TimeIndex) -> None:
+        # Kafka's last time index entry holds the segment's largest timestamp even when it is
+        # not interval-aligned, so retention can read it back after a restart.
+        if self._max_timestamp is not None and self._max_timestamp >= 0 and not ti.is_full:
+            ti.append(self._max_timestamp, self._offset_of_max_timestamp)
+
+    def _load_max_timestamp(self) -> None:
+        ts, off = self.time_index().last_entry
+        self._max_timestamp, self._offset_of_max_timestamp = ts, off
+
+    def truncate_to(self, position: int, next_offset: int) -> None:
+        """Drop everything from ``position`` (a batch boundary holding ``next_offset``). Writer only."""
+        f = self.file()
+        f.truncate(position)
+        self.size = position
+        self.offset_index().truncate_to(next_offset)
+        self.time_index().truncate_to(next_offset)
+        self._load_max_timestamp()
+        self.bytes_since_last_index_entry = self.config.index_interval_bytes + 1 if position else 0
+
+    def recover(self) -> int:
+        """Revalidate every batch (size within the file, CRC), truncate at the first invalid
+        byte and rebuild both indexes. Returns the bytes dropped. Writer only (startup)."""
+        batches = self._scan_batches(check_crc=True)
+        valid = batches[-1][0] + batches[-1][4] if batches else 0
+        dropped = self.size - valid
+        if dropped:
+            self.file().truncate(valid)
+            self.size = valid
+        with self._open_lock:
+            oi = OffsetIndex(self.index_path, self.base_offset, self.config.segment_index_bytes, True)
+            ti = TimeIndex(self.time_index_path, self.base_offset, self.config.segment_index_bytes, True)
+            oi.reset()
+            ti.reset()
+            self._max_timestamp, self._offset_of_max_timestamp = -1, -1
+            self.bytes_since_last_index_entry = 0
+            self._index_batches(oi, ti, batches)
+            if not self.active:
+                self._final_time_entry(ti)
+                oi.trim()
+                ti.trim()
+            self._offset_index, self._time_index = oi, ti
+        return dropped
+
+    # --- reader side ---
+    def read(self, offset: int, max_bytes: int, end: int | None = None,
+             min_one_message: bool = True) -> tuple[SegmentFile, int, int] | None:
+        """File region (file, position, length) from the batch containing ``offset``, at most
+        ``max_bytes`` long unless the first batch alone is larger (KIP-74), bounded by ``end``
+        (default: the published size). None when no batch at or after ``offset`` is here."""
+        if end is None:
+            end = self.size
+        f = self.file()
+        b = f.locate(self.offset_index(), offset, end)
+        if b is None:
+            return None
+        pos, size = b[0], b[4]
+        length = min(max_bytes, end - pos)
+        if min_one_message and length < size:
+            length = size
+        return f, pos, length
+
+    def next_offset(self) -> int:
+        """Offset after the last batch (base_offset when empty): a walk from the last index entry."""
+        f = self.file()
+        pos = self.offset_index().lookup(1 << 62)[1]
+        nxt = self.base_offset
+        while True:
+            b = f.find_batch(-(1 << 63), pos, self.size)
+            if b is None:
+                return nxt
+            nxt, pos = b[2] + 1, b[0] + b[4]
+
+    def position_of(self, offset: int, end: int | None = None) -> int | None:
+        """Position of the batch containing ``offset`` (or the next one), None if none here."""
+        b = self.file().locate(self.offset_index(), offset, self.size if end is None else end)
+        return None if b is None else b[0]
+
+    @property
+    def max_timestamp(self) -> int:
+        """Largest timestamp in the segment (-1 when it has none). Thread-safe."""
+        if self._max_timestamp is None:
+            self.time_index()            # a rebuild computes it
+            if self._max_timestamp is None:
+                self._load_max_timestamp()
+        return self._max_timestamp
+
+    def largest_timestamp(self) -> int:
+        """What retention judges by: the largest record timestamp, else the file's mtime (ms)."""
+        ts = self.max_timestamp
+        if ts >= 0:
+            return ts
+        try:
+            return os.stat(self.log_path).st_mtime_ns // 1_000_000
+        except FileNotFoundError:
+            return -1
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int, int] | None:
+        """First batch at or after ``start_offset`` with max timestamp >= ``timestamp``:
+        (position, base_offset, size), or None. Thread-safe."""
+        _, off = self.time_index().lookup(timestamp)
+        off = max(off, start_offset)
+        f = self.file()
+        b = f.find_batch(off, self.offset_index().lookup(off)[1], self.size, timestamp)
+        return None if b is None else (b[0], b[1], b[4])
+
+    # --- deletion ---
+    def rename_to_deleted(self) -> None:
+        """Rename the three files to ``*.deleted``; open handles and mappings stay valid."""
+        self.deleted = True
+        for p in (self.log_path, self.index_path, self.time_index_path):
+            try:
+                os.rename(p, p + DELETED_SUFFIX)
+            except FileNotFoundError:
+                pass
+
+    def remove_files(self) -> None:
+        """Unlink the (renamed) files and drop the cached descriptor."""
+        self._files.forget(self)
+        for p in (self.log_path, self.index_path, self.time_index_path):
+            for q in (p + DELETED_SUFFIX, p):
+                try:
+                    os.unlink(q)
+                except FileNotFoundError:
+                    pass
+
+    def close(self) -> None:
+        """Trim the active indexes (so their length gives their entries) and drop the handle."""
+        with self._open_lock:
+            if self.active and self._time_index is not None and self._max_timestamp is not None:
+                self._final_time_entry(self._time_index)
+            for idx in (self._offset_index, self._time_index):
+                if idx is not None:
+                    idx.close()
+            self._offset_index = self._time_index = None
+        self._files.forget(self)
