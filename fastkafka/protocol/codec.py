@@ -129,11 +129,11 @@ class _Gen:
             if f.type == "array" and f.struct is not None:
                 ns[f"_e{i}"] = self.decoder(f.struct, v, flex)
                 null_ok = f.nullable(v)
+                body += ["n, pos = _rlen(buf, pos)", "if n < 0:"]
+                body += [f"    if n != -1: raise _PE('invalid array length %d' % n)",
+                         f"    {var} = None"] if null_ok else \
+                    [f"    raise _PE('invalid length %d of non-nullable {f.name}' % n)"]
                 body += [
-                    "n, pos = _rlen(buf, pos)",
-                    "if n < 0:",
-                    f"    if n != -1 or not {null_ok}: raise _PE('invalid array length %d' % n)",
-                    f"    {var} = None",
                     "else:",
                     f"    if n * {min_size(f.struct, v, flex)} > len(buf) - pos:",
                     f"        raise _PE('array of %d {f.name} exceeds the buffer' % n)",

@@ -26,15 +26,16 @@ any object with the right attributes.
 
 Example::
 
-    >>> api = declare(99, "Example", max_version=1, first_flexible=1,
-    ...     request='''
-    ...         topics   []
-    ...           name   string
-    ...         timeout_ms int32 v1+ =30000
-    ...     ''', response="error_code int16")
-    >>> req = api.request(topics=[{"name": "t"}])
-    >>> req.timeout_ms, api.request.Topics
-    (30000, <class 'fastkafka.protocol.schema.ExampleRequest.Topics'>)
+    >>> s = parse_struct("ExampleRequest", '''
+    ...     topics       []
+    ...       name       string
+    ...     timeout_ms   int32  v1+  =30000
+    ... ''')
+    >>> req = s.cls(topics=[s.cls.Topics(name="t")])
+    >>> req.timeout_ms, [f.name for f in s.present_fields(0)]
+    (30000, ['topics'])
+
+(:func:`declare` does the same for a request/response pair and registers the API.)
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ import uuid
 
 from .types import UUID_ZERO, FORMATS
 
-__all__ = ["Field", "Struct", "Api", "declare", "APIS", "snake"]
+__all__ = ["Field", "Struct", "Api", "declare", "parse_struct", "APIS", "snake"]
 
 PRIMITIVES = frozenset(FORMATS) | {"string", "bytes", "records", "uuid"}
 _MISSING = object()
@@ -95,9 +96,6 @@ class Field:
     def nullable(self, v: int) -> bool:
         nv = self.nullable_versions
         return nv is not None and nv[0] <= v <= nv[1]
-
-    def is_tagged(self, v: int, flexible: bool) -> bool:
-        return self.tag is not None and flexible
 
     def new_default(self):
         if self.default is not _MISSING:

@@ -81,3 +81,15 @@ def test_metadata_v0_response():
         "00000001 0000 00000000 00000001"          # partition 0, leader 1
         "00000001 00000001 00000001 00000001")     # replicas [1], isr [1]
     assert int.from_bytes(wire[:4], "big") == len(wire) - 4
+
+
+def test_api_versions_v4_header_parses_though_the_version_is_unsupported():
+    # Newer clients open with ApiVersions v4 (flexible, header v2): we must read the header to
+    # answer with UNSUPPORTED_VERSION, without understanding the body.
+    frame = h("0012 0004 00000063 0002 6b63 00 05 6b636174 02 31 00")
+    header, pos = P.read_request_header(frame)
+    assert (header.api_version, header.correlation_id, header.client_id, pos) == (4, 99, "kc", 13)
+    import pytest
+    from fastkafka import errors
+    with pytest.raises(errors.UnsupportedVersionError):
+        P.parse_request(frame)
