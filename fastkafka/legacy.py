@@ -133,15 +133,18 @@ def iter_messages(buf, *, max_size: int = _compression.DEFAULT_MAX) -> Iterator[
             raise errors.CorruptRecordError(f"inner set of wrapper at offset {offset}: "
                                             f"{info.error or 'ends inside a message'}")
         inner = _legacy.decode(inner_set)
-        last_relative = inner[-1][0] if inner else 0
+        # Magic 1: inner offsets are relative to the wrapper's (the last one's absolute offset).
+        # A producer leaves the wrapper at 0, making the base negative: then, as Java and
+        # kafka-python do, the inner offsets are taken as they are.
+        base = offset - inner[-1][0] if inner and magic == 1 else -1
         for i_offset, i_magic, i_attributes, i_timestamp, i_key, i_value in inner:
             if i_attributes & _CODEC_MASK or i_magic != magic:
                 raise errors.CorruptRecordError(
                     f"wrapper at offset {offset} holds a compressed or magic-{i_magic} message")
-            if magic == 1:
-                i_offset = offset - last_relative + i_offset
-                if ts_type == LOG_APPEND_TIME:
-                    i_timestamp = timestamp
+            if base >= 0:
+                i_offset += base
+            if ts_type == LOG_APPEND_TIME:
+                i_timestamp = timestamp
             yield LegacyMessage(i_offset, i_timestamp, ts_type, i_key, i_value)
 
 
