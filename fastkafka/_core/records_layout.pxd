@@ -154,7 +154,7 @@ cdef inline str batch_error_text(int status, const unsigned char* buf, Py_ssize_
     if status == BATCH_SHORT_HEADER:
         return f"truncated batch header at position {pos}: {avail} of {LOG_OVERHEAD} bytes"
     if status == BATCH_BAD_MAGIC:
-        return f"unsupported magic {buf[pos + MAGIC_OFFSET]} at position {pos} (expected 2)"
+        return f"unsupported magic {<int8_t>buf[pos + MAGIC_OFFSET]} at position {pos} (expected 2)"
     if status == BATCH_BAD_LENGTH:
         return f"batchLength {size - LOG_OVERHEAD} at position {pos} is below the minimum {MIN_BATCH_LENGTH}"
     if status == BATCH_TRUNCATED:
@@ -177,7 +177,7 @@ cdef inline str batch_error_text(int status, const unsigned char* buf, Py_ssize_
 cdef enum:
     REC_TRUNCATED = -1           # the stream ends inside the record
     REC_BAD_VARINT = -2          # an overlong varint
-    REC_BAD_LENGTH = -3          # negative record length, or key/value/header length < -1
+    REC_BAD_LENGTH = -3          # negative record length
     REC_FIELD_OVERRUN = -4       # a field runs past the record's own length
     REC_SIZE_MISMATCH = -5       # the fields end before the record's length does
     REC_BAD_HEADER_COUNT = -6    # negative or impossibly large header count
@@ -212,9 +212,9 @@ cdef inline Py_ssize_t _field(const unsigned char* s, Py_ssize_t pos, Py_ssize_t
     if p < 0:
         r.err_pos = pos
         return REC_FIELD_OVERRUN if p == VARINT_TRUNCATED else REC_BAD_VARINT
-    if n < -1:
-        r.err_pos = pos
-        return REC_BAD_LENGTH
+    # Like Java's DefaultRecord, any negative length means null (writers use -1).
+    if n < 0:
+        n = -1
     data_out[0] = p
     len_out[0] = n
     if n > 0:
@@ -302,7 +302,7 @@ cdef inline str record_error_text(int status, Py_ssize_t err_pos):
     what = {
         REC_TRUNCATED: "record stream ends inside a record",
         REC_BAD_VARINT: "overlong varint",
-        REC_BAD_LENGTH: "negative length",
+        REC_BAD_LENGTH: "negative record length",
         REC_FIELD_OVERRUN: "field runs past the record's length",
         REC_SIZE_MISMATCH: "record length does not match its fields",
         REC_BAD_HEADER_COUNT: "invalid header count",
