@@ -106,7 +106,7 @@ class Log:
             self.log_start_offset = self._next_offset
         self._high_watermark = self._next_offset
         self._unflushed_messages = 0
-        self._last_flush_ms = self.clock()
+        self._first_unflushed_ms = self.clock()   # append time of the oldest unflushed message
         self.flush_count = 0
         self.deleted = False
 
@@ -189,9 +189,12 @@ class Log:
                 raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
             self._next_offset = nxt
             self._high_watermark = nxt
+            if self._unflushed_messages == 0:
+                self._first_unflushed_ms = now
             self._unflushed_messages += v.record_count
+            # at most flush.messages messages, or flush.ms of age, are ever left unflushed
             if self._unflushed_messages >= cfg.flush_messages or (
-                    now - self._last_flush_ms >= cfg.flush_ms):
+                    now - self._first_unflushed_ms >= cfg.flush_ms):
                 flush_now = True
             lso = self.log_start_offset
         if flush_now:
@@ -240,7 +243,6 @@ class Log:
             todo = [s for s in segs[first:] if s.base_offset < upto]
             if upto == self._next_offset:
                 self._unflushed_messages = 0
-            self._last_flush_ms = self.clock()
         try:
             for s in todo:
                 s.flush()
@@ -253,7 +255,7 @@ class Log:
     def flush_if_due(self, now: int | None = None) -> bool:
         """The flush.ms timer: flush when unflushed data is at least flush.ms old."""
         now = self.clock() if now is None else now
-        if self._next_offset > self.recovery_point and now - self._last_flush_ms >= self.config.flush_ms:
+        if self._unflushed_messages and now - self._first_unflushed_ms >= self.config.flush_ms:
             self.flush()
             return True
         return False

@@ -217,7 +217,10 @@ class LogSegment:
         valid = batches[-1][0] + batches[-1][4] if batches else 0
         dropped = self.size - valid
         if dropped:
-            self.file().truncate(valid)
+            self._files.forget(self)       # a cached handle may be read-only
+            w = SegmentFile(self.log_path, writable=True)
+            w.truncate(valid)
+            w.close()
             self.size = valid
         with self._open_lock:
             oi = OffsetIndex(self.index_path, self.base_offset, self.config.segment_index_bytes, True)
