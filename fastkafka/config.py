@@ -240,6 +240,20 @@ define("replica.fetch.wait.max.ms", INT, 500, at_least(0), "Accepted for compati
 define("controlled.shutdown.enable", BOOLEAN, True, None, "Accepted for compatibility.")
 
 
+# --- the group coordinator, __consumer_offsets and producer ids (owned by the coordinator; issue 5) ---
+define("offsets.topic.num.partitions", INT, 50, at_least(1), "Partitions of __consumer_offsets (fixed once created).")
+define("offsets.topic.replication.factor", INT, 1, at_least(1), "Replication factor of __consumer_offsets.")
+define("offsets.topic.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), "Segment size of __consumer_offsets (small, so compaction runs often).")
+define("offsets.topic.compression.codec", INT, 0, between(0, 4), "Compression of __consumer_offsets batches (0 none).")
+define("offsets.retention.minutes", INT, 10080, at_least(1), "Keep committed offsets of an empty group this long.")
+define("offsets.retention.check.interval.ms", LONG, 600_000, at_least(1), "How often expired offsets are looked for.")
+define("offsets.load.buffer.size", INT, 5 * 1024 * 1024, at_least(1), "Bytes read at a time when loading __consumer_offsets.")
+define("offset.metadata.max.bytes", INT, 4096, at_least(0), "Largest metadata string of an offset commit.")
+define("group.min.session.timeout.ms", INT, 6000, at_least(0), "Smallest session.timeout.ms a member may ask for.")
+define("group.max.session.timeout.ms", INT, 1_800_000, at_least(0), "Largest session.timeout.ms a member may ask for.")
+define("group.initial.rebalance.delay.ms", INT, 3000, at_least(0), "Wait this long for more members before the first rebalance of an empty group.")
+define("producer.id.block.size", INT, 1000, at_least(1), "fastkafka only: producer ids reserved (persisted) at a time, so ids stay unique across restarts.")
+
 def _key_for(name: str) -> ConfigKey | None:
     return KEYS.get(name)
 

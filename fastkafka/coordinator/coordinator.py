@@ -1,0 +1,588 @@
+"""GroupCoordinator: Kafka's classic group membership protocol as a sans-I/O state machine.
+
+Driven by method calls from the request handlers and by :meth:`GroupCoordinator.tick` (a clock
+the caller owns: the broker ticks it from a thread, tests call it with a fake time). JoinGroup
+and SyncGroup answers are *delayed responses*: the caller passes a ``callback`` that receives a
+:class:`JoinResult` / :class:`SyncResult` exactly once, either before the call returns or later,
+when the rebalance completes (another member's request, or a tick). Callbacks always run
+outside the coordinator's lock, so they may send on sockets or call back in.
+
+Everything else answers directly with Kafka error codes (0 for none). Thread-safe: one lock.
+
+Example (two members, one rebalance)::
+
+    >>> from fastkafka.coordinator.storage import MemoryOffsetsStore
+    >>> now = [0]
+    >>> gc = GroupCoordinator.create(MemoryOffsetsStore(4), clock=lambda: now[0],
+    ...                              initial_rebalance_delay_ms=0)
+    >>> got = []
+    >>> proto = [("range", b"sub")]
+    >>> gc.join_group("g", "", None, "c1", "/h", 10_000, 10_000, "consumer", proto, got.append)
+    >>> leader = got[0].member_id; got[0].generation_id, got[0].leader_id == leader
+    (1, True)
+    >>> gc.sync_group("g", 1, leader, None, {leader: b"all"}, got.append); got[1].assignment
+    b'all'
+    >>> gc.heartbeat("g", 1, leader, None)
+    0
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import Callable, NamedTuple
+
+from .. import errors
+from .formats import OffsetAndMetadata
+from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
+                    GroupMetadata, MemberMetadata)
+from .manager import GroupMetadataManager
+
+log = logging.getLogger("fastkafka.coordinator")
+
+__all__ = ["GroupCoordinator", "JoinResult", "SyncResult", "GroupSummary", "MemberSummary"]
+
+NONE = 0
+E = errors
+
+
+class JoinResult(NamedTuple):
+    error: int
+    generation_id: int = -1
+    protocol_name: str = ""
+    leader_id: str = ""
+    member_id: str = ""
+    members: list = []         # (member_id, group_instance_id, metadata); the leader's only
+
+
+class SyncResult(NamedTuple):
+    error: int
+    assignment: bytes = b""
+
+
+class MemberSummary(NamedTuple):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+class GroupSummary(NamedTuple):
+    error: int
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class GroupCoordinator:
+    """Membership, generations and offsets of every group this broker coordinates."""
+
+    def __init__(self, manager: GroupMetadataManager, *, clock: Callable[[], int] = wall_clock_ms,
+                 min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1_800_000,
+                 initial_rebalance_delay_ms: int = 3000,
+                 offsets_retention_check_interval_ms: int = 600_000):
+        self.manager = manager
+        self.clock = clock
+        self.min_session_timeout_ms = min_session_timeout_ms
+        self.max_session_timeout_ms = max_session_timeout_ms
+        self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
+        self.retention_check_interval_ms = offsets_retention_check_interval_ms
+        self._next_retention_check = clock() + offsets_retention_check_interval_ms
+        self._lock = threading.RLock()
+        self._outbox: list[tuple[Callable, object]] = []
+        self.active = True
+
+    @classmethod
+    def create(cls, store, *, clock: Callable[[], int] = wall_clock_ms,
+               retention_ms: int = 7 * 24 * 3600 * 1000, load: bool = True, **kw) -> "GroupCoordinator":
+        """A coordinator over ``store``, its partitions loaded (unless ``load`` is False)."""
+        manager = GroupMetadataManager(store, clock=clock, retention_ms=retention_ms)
+        gc = cls(manager, clock=clock, **kw)
+        if load:
+            gc.load_all()
+        return gc
+
+    @classmethod
+    def from_config(cls, config, store, *, clock: Callable[[], int] = wall_clock_ms, load: bool = False):
+        """A coordinator with the broker's ``group.*`` and ``offsets.*`` settings."""
+        manager = GroupMetadataManager(store, clock=clock,
+                                       retention_ms=config["offsets.retention.minutes"] * 60_000,
+                                       max_metadata_size=config["offset.metadata.max.bytes"])
+        gc = cls(manager, clock=clock,
+                 min_session_timeout_ms=config["group.min.session.timeout.ms"],
+                 max_session_timeout_ms=config["group.max.session.timeout.ms"],
+                 initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+                 offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"])
+        if load:
+            gc.load_all()
+        return gc
+
+    # --- plumbing: one lock, callbacks fired after it is released ---
+    def _locked(self, fn, *args):
+        with self._lock:
+            try:
+                result = fn(*args)
+            finally:
+                outbox, self._outbox = self._outbox, []
+        for callback, value in outbox:
+            callback(value)
+        return result
+
+    def _respond(self, callback: Callable | None, value) -> None:
+        if callback is not None:
+            self._outbox.append((callback, value))
+
+    def load_all(self) -> None:
+        """Replay every ``__consumer_offsets`` partition (groups answer LOAD_IN_PROGRESS until done)."""
+        for p in range(self.manager.num_partitions):
+            self._locked(self.manager.load_partition, p)
+
+    def _check_available(self, group_id: str) -> int:
+        if not self.active:
+            return E.CoordinatorNotAvailableError.code
+        if self.manager.is_loading(group_id):
+            return E.CoordinatorLoadInProgressError.code
+        return NONE
+
+    # --- JoinGroup ---
+    def join_group(self, group_id: str, member_id: str, group_instance_id: str | None,
+                   client_id: str, client_host: str, session_timeout_ms: int,
+                   rebalance_timeout_ms: int, protocol_type: str,
+                   protocols: list[tuple[str, bytes]], callback: Callable[[JoinResult], None],
+                   require_known_member_id: bool = False) -> None:
+        """Answer through ``callback`` now (errors, unchanged members) or when the rebalance completes.
+
+        ``require_known_member_id`` is JoinGroup v4+: a new dynamic member first gets
+        MEMBER_ID_REQUIRED with its id and must join again with it.
+        """
+        if rebalance_timeout_ms < 0:                     # JoinGroup v0 has no rebalance timeout
+            rebalance_timeout_ms = session_timeout_ms
+        self._locked(self._join, group_id, member_id or "", group_instance_id, client_id or "",
+                     client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type,
+                     [(n, bytes(m or b"")) for n, m in protocols], callback, require_known_member_id)
+
+    def _join(self, group_id, member_id, instance_id, client_id, client_host, session_timeout_ms,
+              rebalance_timeout_ms, protocol_type, protocols, callback, require_known):
+        def fail(code, mid=member_id):
+            self._respond(callback, JoinResult(code, member_id=mid))
+
+        if not group_id:
+            return fail(E.InvalidGroupIdError.code)
+        code = self._check_available(group_id)
+        if code:
+            return fail(code)
+        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+            return fail(E.InvalidSessionTimeoutError.code)
+        now = self.clock()
+        group = self.manager.get(group_id)
+        names = [n for n, _ in protocols]
+        if not member_id:
+            if group is None:
+                group = self.manager.get_or_create(group_id)
+            if group.is_(DEAD):
+                return fail(E.CoordinatorNotAvailableError.code)
+            if not group.supports_protocols(protocol_type, names):
+                return fail(E.InconsistentGroupProtocolError.code)
+            new_id = f"{instance_id or client_id}-{uuid.uuid4()}"
+            if group.static_member_id(instance_id) is not None:
+                return self._rejoin_static(group, new_id, instance_id, client_id, client_host,
+                                           session_timeout_ms, rebalance_timeout_ms, protocols,
+                                           callback, now)
+            if require_known and instance_id is None:
+                # KIP-394: the id is handed out first, so a client that times out and retries
+                # comes back as the same member instead of leaving an orphan behind.
+                group.pending_members[new_id] = now + session_timeout_ms
+                return fail(E.MemberIdRequiredError.code, new_id)
+            return self._add_member(group, new_id, instance_id, client_id, client_host,
+                                    session_timeout_ms, rebalance_timeout_ms, protocol_type,
+                                    protocols, callback, now)
+        if group is None or group.is_(DEAD):
+            return fail(E.UnknownMemberIdError.code)
+        if not group.supports_protocols(protocol_type, names):
+            return fail(E.InconsistentGroupProtocolError.code)
+        if member_id in group.pending_members:
+            return self._add_member(group, member_id, instance_id, client_id, client_host,
+                                    session_timeout_ms, rebalance_timeout_ms, protocol_type,
+                                    protocols, callback, now)
+        if not group.has(member_id):
+            return fail(E.UnknownMemberIdError.code)
+        if instance_id is not None and group.static_member_id(instance_id) != member_id:
+            return fail(E.FencedInstanceIdError.code)
+        member = group.get(member_id)
+        if group.is_(PREPARING_REBALANCE):
+            self._update_member(group, member, protocols, session_timeout_ms,
+                                rebalance_timeout_ms, callback)
+            self._maybe_complete_join(group, now)
+        elif group.is_(COMPLETING_REBALANCE) and member.matches(protocols):
+            # the member lost our JoinGroup response: repeat it
+            self._respond(callback, self._join_result(group, member))
+        elif group.is_(STABLE) and member.matches(protocols) and not group.is_leader(member_id):
+            # nothing changed for a follower: no rebalance, same generation
+            self._respond(callback, self._join_result(group, member))
+        elif group.is_(EMPTY):
+            fail(E.UnknownMemberIdError.code)
+        else:
+            # the leader rejoining in Stable asks for a new assignment (e.g. new topics matched)
+            self._update_member(group, member, protocols, session_timeout_ms,
+                                rebalance_timeout_ms, callback)
+            self._prepare_rebalance(group, now)
+
+    def _add_member(self, group, member_id, instance_id, client_id, client_host, session_timeout_ms,
+                    rebalance_timeout_ms, protocol_type, protocols, callback, now):
+        member = MemberMetadata(member_id, group.group_id, instance_id, client_id, client_host,
+                                session_timeout_ms, rebalance_timeout_ms, protocol_type, protocols)
+        member.is_new = True
+        member.awaiting_join = callback
+        member.heartbeat_deadline = now + session_timeout_ms
+        group.add(member)
+        group.new_member_added = True
+        if group.can_rebalance():
+            self._prepare_rebalance(group, now)
+        else:
+            if group.initial_delay_until is not None:
+                # group.initial.rebalance.delay.ms: each newcomer buys the others a little more
+                # time, bounded by the rebalance timeout, so a fleet starting together is
+                # assigned once instead of rebalancing for every member
+                group.initial_delay_until = min(now + self.initial_rebalance_delay_ms,
+                                                group.rebalance_deadline)
+            self._maybe_complete_join(group, now)
+
+    def _update_member(self, group, member, protocols, session_timeout_ms, rebalance_timeout_ms,
+                       callback):
+        if member.awaiting_join is not None and member.awaiting_join is not callback:
+            self._respond(member.awaiting_join, JoinResult(E.RebalanceInProgressError.code,
+                                                           member_id=member.member_id))
+        member.protocols = list(protocols)
+        member.session_timeout_ms = session_timeout_ms
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.awaiting_join = callback
+
+    def _rejoin_static(self, group, new_id, instance_id, client_id, client_host, session_timeout_ms,
+                       rebalance_timeout_ms, protocols, callback, now):
+        """A known group.instance.id joined without a member id (a restarted static member).
+
+        It takes over the old member's place; in a Stable group with unchanged protocols that
+        needs no rebalance at all (KIP-345), which is the point of static membership.
+        """
+        old = group.get(group.static_member_id(instance_id))
+        fenced = JoinResult(E.FencedInstanceIdError.code, member_id=old.member_id)
+        self._respond(old.awaiting_join, fenced)
+        self._respond(old.awaiting_sync, SyncResult(E.FencedInstanceIdError.code))
+        old.awaiting_join = old.awaiting_sync = None
+        member = group.replace_static_member(instance_id, new_id)
+        member.client_id, member.client_host = client_id, client_host
+        member.heartbeat_deadline = now + session_timeout_ms
+        unchanged = member.matches(protocols)
+        member.session_timeout_ms = session_timeout_ms
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        if group.is_(STABLE) and unchanged:
+            try:
+                self.manager.store_group(group)
+            except errors.KafkaError as e:
+                return self._respond(callback, JoinResult(e.code, member_id=new_id))
+            return self._respond(callback, self._join_result(group, member))
+        self._update_member(group, member, protocols, session_timeout_ms, rebalance_timeout_ms,
+                            callback)
+        if group.can_rebalance():
+            self._prepare_rebalance(group, now)
+        else:
+            self._maybe_complete_join(group, now)
+
+    def _join_result(self, group: GroupMetadata, member: MemberMetadata) -> JoinResult:
+        leader = group.is_leader(member.member_id)
+        return JoinResult(NONE, group.generation_id, group.protocol_name or "", group.leader_id or "",
+                          member.member_id, group.member_list() if leader else [])
+
+    # --- rebalance ---
+    def _prepare_rebalance(self, group: GroupMetadata, now: int) -> None:
+        if group.is_(COMPLETING_REBALANCE):
+            self._reset_and_abort_sync(group, E.RebalanceInProgressError.code)
+        was_empty = group.is_(EMPTY)
+        group.transition(PREPARING_REBALANCE, now)
+        timeout = group.max_rebalance_timeout_ms()
+        group.rebalance_deadline = now + timeout
+        group.initial_delay_until = None
+        if was_empty and self.initial_rebalance_delay_ms > 0:
+            group.initial_delay_until = now + min(self.initial_rebalance_delay_ms, timeout)
+        self._maybe_complete_join(group, now)
+
+    def _reset_and_abort_sync(self, group: GroupMetadata, code: int) -> None:
+        for m in group.members.values():
+            m.assignment = b""
+            if m.awaiting_sync is not None:
+                self._respond(m.awaiting_sync, SyncResult(code))
+                m.awaiting_sync = None
+
+    def _maybe_complete_join(self, group: GroupMetadata, now: int) -> None:
+        if not group.is_(PREPARING_REBALANCE):
+            return
+        if group.initial_delay_until is not None:
+            if now < group.initial_delay_until:
+                return
+            group.initial_delay_until = None
+        if group.all_members_joined() or now >= group.rebalance_deadline:
+            self._complete_join(group, now)
+
+    def _complete_join(self, group: GroupMetadata, now: int) -> None:
+        for m in group.not_yet_rejoined():
+            # missed the rebalance timeout: out of the new generation
+            group.remove(m.member_id)
+        group.init_next_generation(now)
+        if group.is_(EMPTY):
+            self._store_group_quietly(group)
+            return
+        for m in group.members.values():
+            result = self._join_result(group, m)
+            callback, m.awaiting_join = m.awaiting_join, None
+            m.is_new = False
+            m.heartbeat_deadline = now + m.session_timeout_ms
+            self._respond(callback, result)
+        # the leader has this long to send the assignment
+        group.rebalance_deadline = now + group.max_rebalance_timeout_ms()
+
+    def _store_group_quietly(self, group: GroupMetadata) -> None:
+        try:
+            self.manager.store_group(group)
+        except errors.KafkaError as e:      # the in-memory state still holds; clients retry
+            log.warning("cannot store group %s: %s", group.group_id, e)
+
+    def _remove_member(self, group: GroupMetadata, member: MemberMetadata, now: int) -> None:
+        group.remove(member.member_id)
+        self._respond(member.awaiting_join, JoinResult(E.UnknownMemberIdError.code,
+                                                       member_id=member.member_id))
+        self._respond(member.awaiting_sync, SyncResult(E.UnknownMemberIdError.code))
+        member.awaiting_join = member.awaiting_sync = None
+        if group.is_(STABLE) or group.is_(COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, now)
+        elif group.is_(PREPARING_REBALANCE):
+            self._maybe_complete_join(group, now)
+
+    # --- SyncGroup ---
+    def sync_group(self, group_id: str, generation_id: int, member_id: str,
+                   group_instance_id: str | None, assignments: dict[str, bytes],
+                   callback: Callable[[SyncResult], None]) -> None:
+        """The leader's call carries every member's assignment; followers wait for it."""
+        self._locked(self._sync, group_id, generation_id, member_id, group_instance_id,
+                     assignments, callback)
+
+    def _sync(self, group_id, generation_id, member_id, instance_id, assignments, callback):
+        code = self._check_available(group_id) or self._check_member(
+            group_id, member_id, instance_id, generation_id)
+        if code:
+            return self._respond(callback, SyncResult(code))
+        group = self.manager.get(group_id)
+        member = group.get(member_id)
+        now = self.clock()
+        if group.is_(PREPARING_REBALANCE):
+            return self._respond(callback, SyncResult(E.RebalanceInProgressError.code))
+        if group.is_(STABLE):
+            member.heartbeat_deadline = now + member.session_timeout_ms
+            return self._respond(callback, SyncResult(NONE, member.assignment))
+        # CompletingRebalance
+        member.awaiting_sync = callback
+        member.heartbeat_deadline = now + member.session_timeout_ms
+        if not group.is_leader(member_id):
+            return
+        for m in group.members.values():
+            m.assignment = bytes(assignments.get(m.member_id) or b"")
+        try:
+            self.manager.store_group(group)
+        except errors.KafkaError as e:
+            self._reset_and_abort_sync(group, e.code if e.code > 0 else
+                                       E.CoordinatorNotAvailableError.code)
+            self._prepare_rebalance(group, now)
+            return
+        group.transition(STABLE, now)
+        group.rebalance_deadline = None
+        for m in group.members.values():
+            if m.awaiting_sync is not None:
+                self._respond(m.awaiting_sync, SyncResult(NONE, m.assignment))
+                m.awaiting_sync = None
+
+    def _check_member(self, group_id: str, member_id: str, instance_id: str | None,
+                      generation_id: int) -> int:
+        """The checks SyncGroup and Heartbeat share, in Kafka's order."""
+        group = self.manager.get(group_id)
+        if group is None or group.is_(DEAD) or not group.has(member_id):
+            return E.UnknownMemberIdError.code
+        if instance_id is not None and group.static_member_id(instance_id) != member_id:
+            return E.FencedInstanceIdError.code
+        if group.is_(EMPTY):
+            return E.UnknownMemberIdError.code
+        if generation_id != group.generation_id:
+            return E.IllegalGenerationError.code
+        return NONE
+
+    # --- Heartbeat / LeaveGroup ---
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str,
+                  group_instance_id: str | None = None) -> int:
+        """Keep the member alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
+        return self._locked(self._heartbeat, group_id, generation_id, member_id, group_instance_id)
+
+    def _heartbeat(self, group_id, generation_id, member_id, instance_id):
+        code = self._check_available(group_id) or self._check_member(
+            group_id, member_id, instance_id, generation_id)
+        group = self.manager.get(group_id)
+        if code == E.IllegalGenerationError.code and group.is_(PREPARING_REBALANCE):
+            code = E.RebalanceInProgressError.code
+        if code and code != E.RebalanceInProgressError.code:
+            return code
+        member = group.get(member_id)
+        member.heartbeat_deadline = self.clock() + member.session_timeout_ms
+        if group.is_(PREPARING_REBALANCE):
+            return E.RebalanceInProgressError.code
+        return NONE
+
+    def leave_group(self, group_id: str, member_id: str) -> int:
+        return self._locked(self._leave, group_id, member_id)
+
+    def _leave(self, group_id, member_id):
+        code = self._check_available(group_id)
+        if code:
+            return code
+        group = self.manager.get(group_id)
+        if group is None or group.is_(DEAD):
+            return E.UnknownMemberIdError.code
+        if member_id in group.pending_members:
+            del group.pending_members[member_id]
+            self._maybe_complete_join(group, self.clock())
+            return NONE
+        if not group.has(member_id):
+            return E.UnknownMemberIdError.code
+        self._remove_member(group, group.get(member_id), self.clock())
+        return NONE
+
+    # --- timers ---
+    def tick(self, now: int | None = None) -> None:
+        """Expire dead members, end rebalances whose time is up, expire old offsets."""
+        self._locked(self._tick, self.clock() if now is None else now)
+
+    def _tick(self, now: int) -> None:
+        for group in list(self.manager.groups.values()):
+            for mid, deadline in list(group.pending_members.items()):
+                if deadline <= now:
+                    del group.pending_members[mid]
+            if group.is_(COMPLETING_REBALANCE) and group.rebalance_deadline is not None \
+                    and now >= group.rebalance_deadline:
+                # the leader never sent the assignment: drop whoever did not sync, start over
+                for m in [m for m in group.members.values() if m.awaiting_sync is None]:
+                    group.remove(m.member_id)
+                self._prepare_rebalance(group, now)
+            for m in list(group.members.values()):
+                if m.awaiting_join is None and m.awaiting_sync is None \
+                        and m.heartbeat_deadline <= now and group.has(m.member_id):
+                    self._remove_member(group, m, now)
+            self._maybe_complete_join(group, now)
+        if now >= self._next_retention_check:
+            self._next_retention_check = now + self.retention_check_interval_ms
+            self.manager.expire_offsets(now)
+
+    # --- offsets ---
+    def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
+                       offsets: dict[tuple[str, int], OffsetAndMetadata],
+                       group_instance_id: str | None = None) -> dict[tuple[str, int], int]:
+        """An error code per partition. ``generation_id`` < 0 is a commit outside group management."""
+        return self._locked(self._commit, group_id, member_id or "", generation_id, offsets,
+                            group_instance_id)
+
+    def _commit(self, group_id, member_id, generation_id, offsets, instance_id):
+        code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
+        if not code:
+            group = self.manager.get(group_id)
+            if group is None or group.is_(DEAD):
+                if generation_id < 0:
+                    return self.manager.store_offsets(self.manager.get_or_create(group_id), offsets)
+                code = E.IllegalGenerationError.code
+            elif instance_id is not None and group.static_member_id(instance_id) != member_id:
+                code = E.FencedInstanceIdError.code
+            elif generation_id < 0 and group.is_(EMPTY):
+                return self.manager.store_offsets(group, offsets)
+            elif group.is_(COMPLETING_REBALANCE):
+                code = E.RebalanceInProgressError.code
+            elif not group.has(member_id):
+                code = E.UnknownMemberIdError.code
+            elif generation_id != group.generation_id:
+                code = E.IllegalGenerationError.code
+            else:
+                member = group.get(member_id)
+                member.heartbeat_deadline = self.clock() + member.session_timeout_ms
+                return self.manager.store_offsets(group, offsets)
+        return {tp: code for tp in offsets}
+
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
+                      ) -> tuple[int, dict[tuple[str, int], OffsetAndMetadata | None]]:
+        """``(error, {tp: committed or None})``; every committed partition when ``partitions`` is None."""
+        return self._locked(self._fetch, group_id, partitions)
+
+    def _fetch(self, group_id, partitions):
+        code = self._check_available(group_id)
+        if code:
+            return code, {tp: None for tp in partitions or ()}
+        return NONE, self.manager.fetch_offsets(group_id, partitions)
+
+    # --- admin ---
+    def list_groups(self) -> tuple[int, list[tuple[str, str]]]:
+        with self._lock:
+            if not self.active:
+                return E.CoordinatorNotAvailableError.code, []
+            if len(self.manager._loaded) < self.manager.num_partitions:
+                return E.CoordinatorLoadInProgressError.code, []
+            return NONE, [(g.group_id, g.protocol_type or "") for g in self.manager.groups.values()
+                          if not g.is_(DEAD)]
+
+    def describe_group(self, group_id: str) -> GroupSummary:
+        with self._lock:
+            code = self._check_available(group_id)
+            group = self.manager.get(group_id)
+            if code or group is None:
+                return GroupSummary(code, group_id, DEAD, "", "", [])
+            stable = group.is_(STABLE)
+            members = [MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                     m.metadata(group.protocol_name) if stable else b"",
+                                     m.assignment if stable else b"")
+                       for m in group.members.values()]
+            return GroupSummary(NONE, group_id, group.state, group.protocol_type or "",
+                                (group.protocol_name or "") if stable else "", members)
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        return self._locked(self._delete, group_ids)
+
+    def _delete(self, group_ids):
+        result = {}
+        for gid in group_ids:
+            code = self._check_available(gid) if gid else E.InvalidGroupIdError.code
+            group = self.manager.get(gid)
+            if code:
+                result[gid] = code
+            elif group is None or group.is_(DEAD):
+                result[gid] = E.GroupIdNotFoundError.code
+            elif not group.is_(EMPTY):
+                result[gid] = E.NonEmptyGroupError.code
+            else:
+                try:
+                    self.manager.delete_group(group)
+                    result[gid] = NONE
+                except errors.KafkaError as e:
+                    result[gid] = e.code
+        return result
+
+    def shutdown(self) -> None:
+        """Stop answering: parked JoinGroup/SyncGroup requests get NOT_COORDINATOR to go elsewhere."""
+        def stop():
+            self.active = False
+            for group in self.manager.groups.values():
+                for m in group.members.values():
+                    self._respond(m.awaiting_join, JoinResult(E.NotCoordinatorError.code,
+                                                              member_id=m.member_id))
+                    self._respond(m.awaiting_sync, SyncResult(E.NotCoordinatorError.code))
+                    m.awaiting_join = m.awaiting_sync = None
+        self._locked(stop)

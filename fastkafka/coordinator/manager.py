@@ -1,0 +1,244 @@
+"""GroupMetadataManager: the groups' cache and their persistence in ``__consumer_offsets``.
+
+It owns every :class:`GroupMetadata` and the committed offsets, writes group metadata and offset
+commits as records to the partition ``partition_for(group)`` through an :class:`OffsetsStore`,
+replays those partitions at start-up (answering COORDINATOR_LOAD_IN_PROGRESS meanwhile), and
+expires old offsets (``offsets.retention.minutes``) with tombstones so compaction drops them.
+
+It is not thread-safe on its own: the :class:`GroupCoordinator`'s lock guards every call.
+
+Example::
+
+    >>> from fastkafka.coordinator.storage import MemoryOffsetsStore
+    >>> store = MemoryOffsetsStore(num_partitions=4)
+    >>> m = GroupMetadataManager(store, clock=lambda: 1000)
+    >>> m.load_all()
+    >>> g = m.get_or_create("g")
+    >>> m.store_offsets(g, {("t", 0): OffsetAndMetadata(5, "", 1000)})
+    >>> m2 = GroupMetadataManager(store, clock=lambda: 2000); m2.load_all()
+    >>> m2.get("g").offsets[("t", 0)].offset
+    5
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable
+
+from .. import errors
+from .formats import (GroupKey, GroupRecord, MemberRecord, OffsetAndMetadata, OffsetKey,
+                      decode_group_value, decode_key, decode_offset_value, group_key, group_value,
+                      offset_key, offset_value, partition_for)
+from .group import DEAD, EMPTY, STABLE, GroupMetadata, MemberMetadata
+
+__all__ = ["GroupMetadataManager", "OffsetAndMetadata"]
+
+log = logging.getLogger("fastkafka.coordinator")
+
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
+
+
+class GroupMetadataManager:
+    """Groups by id, their offsets, and the ``__consumer_offsets`` partitions they live in."""
+
+    def __init__(self, store, *, clock: Callable[[], int], retention_ms: int = DEFAULT_RETENTION_MS,
+                 max_metadata_size: int = 4096):
+        self.store = store
+        self.num_partitions = store.num_partitions
+        self.clock = clock
+        self.retention_ms = retention_ms
+        self.max_metadata_size = max_metadata_size
+        self.groups: dict[str, GroupMetadata] = {}
+        self._loaded: set[int] = set()
+
+    # --- ownership and loading ---
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def is_loading(self, group_id: str) -> bool:
+        return self.partition_for(group_id) not in self._loaded
+
+    def check_loaded(self, group_id: str) -> None:
+        if self.is_loading(group_id):
+            raise errors.CoordinatorLoadInProgressError(f"group {group_id}: offsets still loading")
+
+    def load_all(self) -> None:
+        for p in range(self.num_partitions):
+            self.load_partition(p)
+
+    def load_partition(self, partition: int) -> None:
+        """Replay one partition: the last record per key wins, a tombstone deletes.
+
+        Loaded groups keep their members (state Stable) so clients that survive a coordinator
+        restart carry on heartbeating; members that do not come back expire after their session.
+        """
+        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        groups: dict[str, GroupRecord | None] = {}
+        for key_bytes, value in self.store.read(partition):
+            try:
+                key = decode_key(key_bytes)
+                if isinstance(key, OffsetKey):
+                    tp = (key.topic, key.partition)
+                    if value is None:
+                        offsets.setdefault(key.group, {}).pop(tp, None)
+                    else:
+                        offsets.setdefault(key.group, {})[tp] = decode_offset_value(value)
+                elif isinstance(key, GroupKey):
+                    groups[key.group] = None if value is None else decode_group_value(value)
+            except errors.CorruptRecordError as e:
+                log.warning("__consumer_offsets-%d: skipping an unreadable record (%s)", partition, e)
+        now = self.clock()
+        for gid in set(offsets) | set(groups):
+            record = groups.get(gid)
+            group_offsets = offsets.get(gid, {})
+            if record is None and not group_offsets:
+                continue
+            group = self._group_from_record(gid, record, now)
+            group.offsets.update(group_offsets)
+            self.groups[gid] = group
+        self._loaded.add(partition)
+
+    def _group_from_record(self, gid: str, record: GroupRecord | None, now: int) -> GroupMetadata:
+        group = GroupMetadata(gid, now_ms=now)
+        if record is None:
+            return group
+        group.protocol_type = record.protocol_type or None
+        group.generation_id = record.generation_id
+        group.protocol_name = record.protocol_name
+        if record.current_state_timestamp >= 0:
+            group.state_timestamp = record.current_state_timestamp
+        for mr in record.members:
+            member = MemberMetadata(mr.member_id, gid, mr.group_instance_id, mr.client_id,
+                                    mr.client_host, mr.session_timeout_ms,
+                                    mr.rebalance_timeout_ms if mr.rebalance_timeout_ms > 0
+                                    else mr.session_timeout_ms, record.protocol_type,
+                                    [(record.protocol_name or "", mr.subscription)])
+            member.assignment = mr.assignment
+            member.heartbeat_deadline = now + mr.session_timeout_ms
+            group.add(member)
+        if group.members:
+            group.leader_id = record.leader_id if record.leader_id in group.members \
+                else next(iter(group.members))
+            group.state = STABLE
+            group.state_timestamp = now
+        return group
+
+    # --- the cache ---
+    def get(self, group_id: str) -> GroupMetadata | None:
+        return self.groups.get(group_id)
+
+    def get_or_create(self, group_id: str) -> GroupMetadata:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = GroupMetadata(group_id, now_ms=self.clock())
+        return group
+
+    def remove(self, group: GroupMetadata) -> None:
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+
+    # --- writes ---
+    def store_group(self, group: GroupMetadata) -> None:
+        """Persist the group's membership and assignment (after a rebalance, or when it empties)."""
+        members = [MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                m.rebalance_timeout_ms, m.session_timeout_ms,
+                                m.metadata(group.protocol_name) if group.protocol_name else b"",
+                                m.assignment)
+                   for m in group.members.values()]
+        record = GroupRecord(group.protocol_type or "", group.generation_id, group.protocol_name,
+                             group.leader_id, group.state_timestamp, members)
+        self._append(group.group_id, [(group_key(group.group_id), group_value(record))])
+
+    def store_offsets(self, group: GroupMetadata,
+                      offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
+        """Validate, persist and cache commits; returns an error code per partition (0 = stored)."""
+        result: dict[tuple[str, int], int] = {}
+        records = []
+        accepted = {}
+        for tp, om in offsets.items():
+            if om.metadata is not None and len(om.metadata.encode()) > self.max_metadata_size:
+                result[tp] = errors.OffsetMetadataTooLargeError.code
+                continue
+            om = om._replace(metadata=om.metadata or "")
+            accepted[tp] = om
+            records.append((offset_key(group.group_id, tp[0], tp[1]), offset_value(om)))
+        if records:
+            try:
+                self._append(group.group_id, records)
+            except errors.KafkaError as e:
+                code = _storage_error_code(e)
+                return {**result, **{tp: code for tp in accepted}}
+            group.offsets.update(accepted)
+        result.update({tp: 0 for tp in accepted})
+        return result
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
+        """Committed offsets of ``partitions`` (None for those never committed); all when None."""
+        group = self.groups.get(group_id)
+        cached = {} if group is None or group.is_(DEAD) else group.offsets
+        if partitions is None:
+            return dict(cached)
+        return {tp: cached.get(tp) for tp in partitions}
+
+    def delete_group(self, group: GroupMetadata) -> None:
+        """Tombstone the group and every offset it committed, then forget it."""
+        records = [(offset_key(group.group_id, t, p), None) for t, p in group.offsets]
+        records.append((group_key(group.group_id), None))
+        self._append(group.group_id, records)
+        group.offsets.clear()
+        group.state = DEAD
+        self.remove(group)
+
+    def expire_offsets(self, now: int) -> int:
+        """Tombstone offsets past their retention; drop groups left empty. Returns how many expired.
+
+        As in Kafka 2.1+: an explicit expire timestamp (OffsetCommit v2-4 retention) wins; other
+        offsets of a group without members age from when the group became Empty (consumer
+        groups) or from their commit (standalone "simple" commits with no protocol type). Offsets
+        of groups that still have members are kept.
+        """
+        expired_total = 0
+        for group in list(self.groups.values()):
+            if group.is_(DEAD):
+                continue
+            expired = []
+            for tp, om in group.offsets.items():
+                if om.expire_timestamp is not None:
+                    if now >= om.expire_timestamp:
+                        expired.append(tp)
+                elif group.is_(EMPTY):
+                    base = group.state_timestamp if group.protocol_type else om.commit_timestamp
+                    if now - base >= self.retention_ms:
+                        expired.append(tp)
+            if expired:
+                try:
+                    self._append(group.group_id,
+                                 [(offset_key(group.group_id, t, p), None) for t, p in expired])
+                except errors.KafkaError as e:
+                    log.warning("cannot expire offsets of group %s: %s", group.group_id, e)
+                    continue
+                for tp in expired:
+                    del group.offsets[tp]
+                expired_total += len(expired)
+            if group.is_(EMPTY) and not group.offsets:
+                try:
+                    self.delete_group(group)
+                except errors.KafkaError as e:
+                    log.warning("cannot delete expired group %s: %s", group.group_id, e)
+        return expired_total
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        self.store.append(self.partition_for(group_id), records, self.clock())
+
+
+def _storage_error_code(exc: errors.KafkaError) -> int:
+    """Kafka maps log append failures to coordinator errors the client retries against."""
+    if isinstance(exc, (errors.UnknownTopicOrPartitionError, errors.NotEnoughReplicasError,
+                        errors.NotEnoughReplicasAfterAppendError, errors.RequestTimedOutError)):
+        return errors.CoordinatorNotAvailableError.code
+    if isinstance(exc, (errors.NotLeaderOrFollowerError, errors.KafkaStorageError)):
+        return errors.NotCoordinatorError.code
+    if isinstance(exc, (errors.MessageTooLargeError, errors.RecordListTooLargeError,
+                        errors.InvalidFetchSizeError)):
+        return errors.InvalidCommitOffsetSizeError.code
+    return exc.code
