@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import random
+import uuid
 
 from fastkafka.protocol.schema import Struct, _MISSING
 
@@ -29,6 +30,8 @@ def prim(rng, type_):
         return rng.random()
     if type_ == "string":
         return "".join(rng.choice(_TEXT) for _ in range(rng.randint(0, 6)))
+    if type_ == "uuid":
+        return uuid.UUID(int=rng.getrandbits(128))
     if type_ in ("bytes", "records"):
         return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 12)))
     raise AssertionError(type_)
