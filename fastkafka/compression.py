@@ -117,7 +117,7 @@ def compress(codec: int, data, level: int | None = None) -> bytes:
         return _xerial_encode(data)
     if codec == LZ4:
         c = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
-        c.compress(data)
+        c.compress(data if type(data) is bytes else bytes(data))  # this one takes bytes only
         return bytes(c.finish())
     if codec == ZSTD:
         return bytes(cramjam.zstd.compress(data, level=level))

@@ -33,6 +33,9 @@ from . import errors
 from ._core import legacy as _legacy
 from ._core import legacy_down as _down
 from ._core.legacy import MessageSetInfo
+from ._core.records_build import finish_batch
+
+_BATCH_HEADER = 61  # record batch v2 header: finish_batch writes it in front of the records
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = (_compression.NONE, _compression.GZIP, _compression.SNAPPY,
                                  _compression.LZ4, _compression.ZSTD)
@@ -167,18 +170,19 @@ def to_v2(buf, *, max_size: int = _compression.DEFAULT_MAX) -> bytes:
     batches = []
     next_offset = 0
     for codec, magic, attributes, offset, timestamp, payload in _legacy.legacy_units(buf):
-        ts_bit = attributes & _TIMESTAMP_TYPE_BIT if magic == 1 else 0
         if codec == NONE:
-            stream, count, base_ts, max_ts = _legacy.to_v2_records(payload, False)
+            batch, count, base_ts, max_ts = _legacy.to_v2_records(payload, False, reserve=_BATCH_HEADER)
         else:
             _check(codec, magic)
             inner = _decompress(codec, magic, payload, max_size)
             stream, count, base_ts, max_ts = _legacy.to_v2_records(inner, True, magic, attributes, timestamp)
             if count == 0:
                 continue
-            stream = _compression.compress(codec, stream)
-        batches.append(_legacy.v2_batch(stream, codec | ts_bit, next_offset, count - 1,
-                                        base_ts, max_ts, count))
+            batch = bytearray(_BATCH_HEADER) + _compression.compress(codec, stream)
+        finish_batch(batch, record_count=count, last_offset_delta=count - 1, base_timestamp=base_ts,
+                     max_timestamp=max_ts, base_offset=next_offset, compression=codec,
+                     timestamp_type=(attributes & _TIMESTAMP_TYPE_BIT) >> 3 if magic == 1 else 0)
+        batches.append(batch)
         next_offset += count
     return b"".join(batches)
 

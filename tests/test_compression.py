@@ -54,6 +54,13 @@ def test_round_trip(codec, data):
     assert C.decompress(codec, blob, max_size=len(data)) == data
 
 
+@pytest.mark.parametrize("codec", CODECS)
+def test_any_bytes_like_input(codec):
+    for kind in (bytes, bytearray, memoryview, lambda b: memoryview(bytearray(b))):
+        blob = C.compress(codec, kind(BIG[:5000]))
+        assert C.decompress(codec, kind(blob)) == BIG[:5000]
+
+
 @pytest.mark.parametrize("codec", COMPRESSED)
 def test_round_trip_big_and_levels(codec):
     levels = {C.GZIP: [1, 9], C.SNAPPY: [None], C.LZ4: [0, 9], C.ZSTD: [1, 10]}[codec]

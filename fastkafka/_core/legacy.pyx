@@ -18,8 +18,8 @@
 # offsets are absolute.
 #
 # Conversions (the broker stores only v2, record batch layout in records_layout.pxd):
-#   legacy_units + to_v2_records + v2_batch  - Produce v0-v2: one v2 batch per run of
-#                                              uncompressed messages and per wrapper
+#   legacy_units + to_v2_records (+ records_build.finish_batch) - Produce v0-v2: one v2 batch
+#                                              per run of uncompressed messages and per wrapper
 #   legacy_down.down_convert_parts + v2_to_legacy - Fetch v0-v3 (module legacy_down)
 # The Python side (fastkafka.legacy) only loops over wrappers / batches and applies codecs;
 # every per-message step is here. Like records.pyx, nothing here reads past a length it has not
@@ -28,7 +28,6 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from fastkafka._core.crc32c cimport crc32c_update
 from fastkafka._core.records_layout cimport *
 from fastkafka._core.varint cimport varlong_size, write_varlong
 
@@ -38,7 +37,7 @@ cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char* buf, unsigned int len) nogil
 
 __all__ = ["MessageSetInfo", "validate", "decode", "encode", "legacy_units", "to_v2_records",
-           "v2_batch", "lz4_header_checksum", "lz4_set_header_checksum", "xxh32_digest"]
+           "lz4_header_checksum", "lz4_set_header_checksum", "xxh32_digest"]
 
 cdef int64_t NO_TIMESTAMP = -1
 
@@ -413,13 +412,14 @@ cdef int _legacy_walk(const unsigned char* b, Py_ssize_t end, bint inner, int wr
 
 
 def to_v2_records(const unsigned char[::1] buf, bint inner, int wrapper_magic=0,
-                  int wrapper_attributes=0, int64_t wrapper_timestamp=-1):
+                  int wrapper_attributes=0, int64_t wrapper_timestamp=-1, Py_ssize_t reserve=0):
     """An uncompressed v2 record stream from a flat set of uncompressed legacy messages.
 
     ``inner``: ``buf`` is a decompressed wrapper's set, so every message must be uncompressed
     and of ``wrapper_magic``, and a magic-1 LogAppendTime wrapper's timestamp replaces theirs.
     Offset deltas are 0..n-1; magic-0 messages get timestamp -1. Returns
-    ``(stream, count, base_timestamp, max_timestamp)``. Raises CorruptRecordError for any bad
+    ``(stream, count, base_timestamp, max_timestamp)``, ``stream`` a bytearray that starts with
+    ``reserve`` zero bytes (room for records_build.finish_batch's header: no copy). Raises CorruptRecordError for any bad
     message, including a partial one (a set that is converted must be whole).
     """
     cdef LegacyMessage m
@@ -443,8 +443,9 @@ def to_v2_records(const unsigned char[::1] buf, bint inner, int wrapper_magic=0,
             f"inside a magic {wrapper_magic} wrapper")
     if status != MSG_OK:
         raise _corrupt(status, err_pos, b, &m, where)
-    result = PyBytes_FromStringAndSize(NULL, size)
-    cdef unsigned char* out = <unsigned char*>PyBytes_AS_STRING(result)
+    result = bytearray(reserve + size)
+    cdef unsigned char[::1] result_view = result
+    cdef unsigned char* out = &result_view[0] + reserve if reserve + size else NULL
     if end > NOGIL_THRESHOLD:
         with nogil:
             _legacy_walk(b, end, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp, out,
@@ -453,41 +454,6 @@ def to_v2_records(const unsigned char[::1] buf, bint inner, int wrapper_magic=0,
         _legacy_walk(b, end, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp, out,
                      &size, &count, &base_ts, &max_ts, &err_pos, &m)
     return result, count, base_ts, max_ts
-
-
-def v2_batch(const unsigned char[::1] payload, int attributes, int64_t base_offset,
-             int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp,
-             int32_t record_count):
-    """A whole v2 batch around an (already compressed, if attributes say so) record stream.
-
-    Producer id/epoch/sequence and partitionLeaderEpoch are -1 (no idempotence: legacy
-    producers have none); the CRC-32C is computed here.
-    """
-    cdef Py_ssize_t n = payload.shape[0]
-    result = PyBytes_FromStringAndSize(NULL, RECORDS_OFFSET + n)
-    cdef unsigned char* b = <unsigned char*>PyBytes_AS_STRING(result)
-    store_be64(b + BASE_OFFSET_OFFSET, <uint64_t>base_offset)
-    store_be32(b + LENGTH_OFFSET, <uint32_t>(RECORDS_OFFSET + n - LOG_OVERHEAD))
-    store_be32(b + PARTITION_LEADER_EPOCH_OFFSET, 0xFFFFFFFF)
-    b[MAGIC_OFFSET] = MAGIC_V2
-    store_be16(b + ATTRIBUTES_OFFSET, <uint16_t>attributes)
-    store_be32(b + LAST_OFFSET_DELTA_OFFSET, <uint32_t>last_offset_delta)
-    store_be64(b + BASE_TIMESTAMP_OFFSET, <uint64_t>base_timestamp)
-    store_be64(b + MAX_TIMESTAMP_OFFSET, <uint64_t>max_timestamp)
-    store_be64(b + PRODUCER_ID_OFFSET, 0xFFFFFFFFFFFFFFFF)
-    store_be16(b + PRODUCER_EPOCH_OFFSET, 0xFFFF)
-    store_be32(b + BASE_SEQUENCE_OFFSET, 0xFFFFFFFF)
-    store_be32(b + RECORD_COUNT_OFFSET, <uint32_t>record_count)
-    if n:
-        memcpy(b + RECORDS_OFFSET, &payload[0], n)
-    cdef uint32_t crc
-    if n > NOGIL_THRESHOLD:
-        with nogil:
-            crc = crc32c_update(0, b + ATTRIBUTES_OFFSET, RECORDS_OFFSET + n - ATTRIBUTES_OFFSET)
-    else:
-        crc = crc32c_update(0, b + ATTRIBUTES_OFFSET, RECORDS_OFFSET + n - ATTRIBUTES_OFFSET)
-    store_be32(b + CRC_OFFSET, crc)
-    return result
 
 
 # ----------------------------------------------------------------------------- lz4 on magic 0

@@ -357,3 +357,14 @@ def test_down_convert_errors():
     with pytest.raises(ValueError):
         legacy.down_convert(bytes(v2), 2)
     assert legacy.down_convert(b"", 1) == b""
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_large_sets_take_the_nogil_paths(codec):
+    msgs = [(b"key-%d" % i, bytes([i % 251]) * (i % 300), 1_600_000_000_000 + i) for i in range(2000)]
+    wire = legacy.build_message_set(msgs, 1, codec, base_offset=10)
+    assert legacy.validate(wire).error is None
+    v2 = legacy.to_v2(wire)
+    assert [r[1:4] for r in v2_rows(v2)] == [(ts, k, v) for k, v, ts in msgs]
+    again = legacy.down_convert(v2, 1)
+    assert kp_read(again) == [(i, ts, k, v) for i, (k, v, ts) in enumerate(msgs)]
