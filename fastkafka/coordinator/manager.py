@@ -15,6 +15,7 @@ Example::
     >>> m.load_all()
     >>> g = m.get_or_create("g")
     >>> m.store_offsets(g, {("t", 0): OffsetAndMetadata(5, "", 1000)})
+    {('t', 0): 0}
     >>> m2 = GroupMetadataManager(store, clock=lambda: 2000); m2.load_all()
     >>> m2.get("g").offsets[("t", 0)].offset
     5
