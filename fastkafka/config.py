@@ -121,18 +121,20 @@ class ConfigKey:
     doc: str
     topic: str | None = None
 
-    def parse(self, value: Any) -> Any:
-        """Convert and validate ``value``; :class:`ConfigException` names the property on failure."""
+    def parse(self, value: Any, as_name: str | None = None) -> Any:
+        """Convert and validate ``value``; :class:`ConfigException` names the property (``as_name``:
+        the name the caller used, e.g. the topic-level one) on failure."""
+        name = as_name or self.name
         if value is None:
             if self.default is None:
                 return None
-            raise ConfigException(f"{self.name}: a value is required")
+            raise ConfigException(f"{name}: a value is required")
         try:
             v = self.type(value)
             if self.validator is not None:
                 self.validator(v)
         except (ValueError, TypeError) as e:
-            raise ConfigException(f"Invalid value {value!r} for configuration {self.name}: {e}") from None
+            raise ConfigException(f"Invalid value {value!r} for configuration {name}: {e}") from None
         return v
 
 
@@ -254,9 +256,6 @@ define("group.max.session.timeout.ms", INT, 1_800_000, at_least(0), "Largest ses
 define("group.initial.rebalance.delay.ms", INT, 3000, at_least(0), "Wait this long for more members before the first rebalance of an empty group.")
 define("producer.id.block.size", INT, 1000, at_least(1), "fastkafka only: producer ids reserved (persisted) at a time, so ids stay unique across restarts.")
 
-def _key_for(name: str) -> ConfigKey | None:
-    return KEYS.get(name)
-
 
 class KafkaConfig(Mapping[str, Any]):
     """Validated broker properties: every declared key, its default when not given.
@@ -361,7 +360,7 @@ class LogConfig:
             key = TOPIC_KEYS.get(tname)
             if key is None:
                 raise ConfigException(f"unknown topic configuration {tname}")
-            v = key.parse(raw)
+            v = key.parse(raw, tname)
             if v is None and tname in _BROKER_DEFAULT:
                 v = _BROKER_DEFAULT[tname](broker)
             values[tname] = v

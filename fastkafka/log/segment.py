@@ -33,6 +33,13 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 
 
+def _rename_quietly(src: str, dst: str) -> None:
+    try:
+        os.rename(src, dst)
+    except FileNotFoundError:
+        pass
+
+
 def segment_path(dir: str, base_offset: int, suffix: str) -> str:
     return os.path.join(dir, f"{base_offset:020d}{suffix}")
 
@@ -74,12 +81,8 @@ class LogSegment:
         return f
 
     def _open_file(self) -> SegmentFile:
-        try:
-            return SegmentFile(self.log_path, writable=self.active, create=self.active)
-        except FileNotFoundError:
-            if self.deleted:  # renamed to .deleted (or already removed) under an old snapshot
-                return SegmentFile(self.log_path + DELETED_SUFFIX, writable=False)
-            raise
+        return SegmentFile(self.log_path, writable=self.active and not self.deleted,
+                           create=self.active and not self.deleted)
 
     def offset_index(self) -> OffsetIndex:
         idx = self._offset_index
@@ -106,6 +109,8 @@ class LogSegment:
                         and os.path.getsize(self.time_index_path) % 12 == 0))
                 except (FileNotFoundError, ValueError):
                     sane = False
+                if not sane and self.deleted:   # removed under an old snapshot: gone for good
+                    raise FileNotFoundError(self.index_path)
                 if not sane:   # missing or corrupt: indexes are derived data, rebuild them
                     oi, ti = self._rebuild_indexes()
                 self._time_index = ti
@@ -131,7 +136,7 @@ class LogSegment:
         """(position, base, last, max_ts, size) of the valid prefix of the file, via mmap."""
         if self.size == 0:
             return []
-        with open(self.log_path if not self.deleted else self.log_path + DELETED_SUFFIX, "rb") as fh:
+        with open(self.log_path, "rb") as fh:
             with mmap.mmap(fh.fileno(), self.size, access=mmap.ACCESS_READ) as mm:
                 return batch_index(mm, check_crc=check_crc)
 
@@ -301,23 +306,28 @@ class LogSegment:
 
     # --- deletion ---
     def rename_to_deleted(self) -> None:
-        """Rename the three files to ``*.deleted``; open handles and mappings stay valid."""
-        self.deleted = True
-        for p in (self.log_path, self.index_path, self.time_index_path):
-            try:
-                os.rename(p, p + DELETED_SUFFIX)
-            except FileNotFoundError:
-                pass
+        """Rename the three files to ``*.deleted`` (and point this object at them); open handles
+        and mappings stay valid, and a reader of an old snapshot can still open them."""
+        with self._open_lock:
+            self.deleted = True
+            for attr, idx in (("index_path", self._offset_index), ("time_index_path", self._time_index)):
+                new = getattr(self, attr) + DELETED_SUFFIX
+                if idx is not None:
+                    idx.rename(new)
+                else:
+                    _rename_quietly(getattr(self, attr), new)
+                setattr(self, attr, new)
+            _rename_quietly(self.log_path, self.log_path + DELETED_SUFFIX)
+            self.log_path += DELETED_SUFFIX
 
     def remove_files(self) -> None:
-        """Unlink the (renamed) files and drop the cached descriptor."""
+        """Unlink the files and drop the cached descriptor (held regions keep theirs)."""
         self._files.forget(self)
         for p in (self.log_path, self.index_path, self.time_index_path):
-            for q in (p + DELETED_SUFFIX, p):
-                try:
-                    os.unlink(q)
-                except FileNotFoundError:
-                    pass
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
 
     def close(self) -> None:
         """Trim the active indexes (so their length gives their entries) and drop the handle."""

@@ -1,0 +1,92 @@
+"""LogManager: many partitions within the descriptor budget, clean shutdown, checkpoints, deletion."""
+import os
+
+from fastkafka.config import KafkaConfig
+from fastkafka.log import LogManager
+from fastkafka.log.checkpoints import OffsetCheckpointFile
+
+from .conftest import batch
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_2000_partitions_stay_within_the_fd_budget(tmp_path, clock):
+    budget = 64
+    before = open_fds()
+    mgr = LogManager({"log.dirs": f"{tmp_path}/a,{tmp_path}/b", "log.max.open.files": budget,
+                      "log.index.size.max.bytes": 4096}, clock=clock, start_scheduler=False)
+    logs = [mgr.get_or_create_log("many", p) for p in range(2000)]
+    for rnd in range(2):
+        for lg in logs:
+            lg.append(batch(1))
+            assert open_fds() - before <= budget + 2      # +2: slack for the test's own listdir
+    assert mgr.files.open_count == budget
+    for p in (0, 777, 1999):
+        assert mgr.get_log("many", p).read(1, 1 << 20).length > 0
+    # both dirs are used, the least loaded first
+    assert {len(os.listdir(tmp_path / d)) for d in "ab"} == {1000}
+    mgr.shutdown()
+    assert open_fds() - before <= 2
+    again = LogManager({"log.dirs": f"{tmp_path}/a,{tmp_path}/b", "log.max.open.files": budget},
+                       clock=clock, start_scheduler=False)
+    assert len(again.logs()) == 2000
+    assert all(lg.log_end_offset == 2 for lg in again.logs())
+    again.shutdown()
+
+
+def test_clean_shutdown_marker_and_checkpoints(tmp_path, clock):
+    cfg = {"log.dirs": str(tmp_path)}
+    mgr = LogManager(cfg, clock=clock, start_scheduler=False)
+    lg = mgr.get_or_create_log("t", 3, {"segment.bytes": 1000})
+    for _ in range(20):
+        lg.append(batch(2, ts=clock.now, size=40))
+    lg.delete_records(7)
+    mgr.shutdown()
+    assert os.path.exists(tmp_path / ".kafka_cleanshutdown")
+    assert OffsetCheckpointFile(str(tmp_path / "recovery-point-offset-checkpoint")).read() == {("t", 3): 40}
+    assert OffsetCheckpointFile(str(tmp_path / "log-start-offset-checkpoint")).read() == {("t", 3): 7}
+    mgr = LogManager(cfg, clock=clock, start_scheduler=False)
+    assert not os.path.exists(tmp_path / ".kafka_cleanshutdown")   # a crash from now on is noticed
+    lg = mgr.get_log("t", 3)
+    assert (lg.log_start_offset, lg.log_end_offset, lg.recovery_point) == (7, 40, 40)
+    lg.append(batch(1))
+    # crash (no shutdown): the next start revalidates from the recovery point
+    path = lg.active_segment.log_path
+    del mgr, lg
+    with open(path, "ab") as f:
+        f.write(b"\xff" * 100)
+    mgr = LogManager(cfg, clock=clock, start_scheduler=False)
+    lg = mgr.get_log("t", 3)
+    assert lg.log_end_offset == 41 and lg.recovered_bytes_dropped == 100
+    mgr.shutdown()
+
+
+def test_delete_log_and_listeners(tmp_path, clock):
+    mgr = LogManager(KafkaConfig({"log.dirs": str(tmp_path), "log.segment.delete.delay.ms": 1000}),
+                     clock=clock, start_scheduler=False)
+    woke = []
+    mgr.append_listeners.append(lambda lg: woke.append((lg.topic, lg.partition)))
+    lg = mgr.get_or_create_log("gone", 0)
+    lg.append(batch(1))
+    assert woke == [("gone", 0)]
+    assert mgr.delete_log("gone", 0) and mgr.get_log("gone", 0) is None
+    assert os.path.isdir(tmp_path / "gone-0")
+    clock.advance(1000)
+    mgr.scheduler.run_due()
+    assert not os.path.exists(tmp_path / "gone-0")
+    mgr.shutdown()
+
+
+def test_retention_runs_on_the_schedule(tmp_path, clock):
+    mgr = LogManager({"log.dirs": str(tmp_path), "log.retention.check.interval.ms": 1000,
+                      "log.segment.delete.delay.ms": 0}, clock=clock, start_scheduler=False)
+    lg = mgr.get_or_create_log("r", 0, {"segment.bytes": 200, "retention.ms": 10_000})
+    for i in range(10):
+        lg.append(batch(1, ts=clock.now, size=60))
+    n = len(lg.segments)
+    clock.advance(20_000)
+    mgr.scheduler.run_due()
+    assert len(lg.segments) == 1 < n
+    mgr.shutdown()
