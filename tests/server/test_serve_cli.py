@@ -1,0 +1,104 @@
+"""`python -m fastkafka serve` as a real process: config file + overrides, errors, signals."""
+import os
+import signal
+import socket
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from brokers import free_port, serve_process, stop, wait_listening
+from fastkafka.cli.serve import load_properties, parse_overrides
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def test_properties_parsing():
+    text = "# comment\n! also\nlog.dirs = /a,\\\n   /b\nbroker.id: 3\nnum.partitions 4\nempty=\n"
+    assert load_properties(text) == {"log.dirs": "/a,/b", "broker.id": "3", "num.partitions": "4", "empty": ""}
+    assert parse_overrides(["a=1", "b.c = x=y"]) == {"a": "1", "b.c": "x=y"}
+    with pytest.raises(ValueError, match="not key=value"):
+        parse_overrides(["novalue"])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_with_config_file_then_signal_shuts_down_cleanly(tmp_path, sig):
+    port = free_port()
+    data = tmp_path / "data"
+    props = tmp_path / "server.properties"
+    props.write_text(f"listeners=PLAINTEXT://127.0.0.1:1\nlog.dirs={data}\nnum.partitions=3\nbogus.key=1\n")
+    proc = serve_process("-c", str(props), "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}")
+    try:
+        wait_listening(port, proc)
+        p = Producer({"bootstrap.servers": f"127.0.0.1:{port}"})
+        for i in range(20):
+            p.produce("cli-topic", value=b"%d" % i, partition=i % 3)
+        assert p.flush(20) == 0
+    finally:
+        code, err = stop(proc, sig)
+    assert code == 0, err
+    assert "unknown configuration bogus.key" in err
+    assert "created topic cli-topic with 3 partition(s)" in err
+    assert "stopped" in err
+    assert (data / ".kafka_cleanshutdown").exists()
+    assert (data / "meta").exists()
+    # restart on the same data: the topic and its records are still there
+    proc = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data}")
+    try:
+        wait_listening(port, proc)
+        c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "x"})
+        lo_hi = [c.get_watermark_offsets(TopicPartition("cli-topic", i), timeout=10) for i in range(3)]
+        c.close()
+    finally:
+        code, err = stop(proc)
+    assert code == 0, err
+    assert sum(hi - lo for lo, hi in lo_hi) == 20
+
+
+def test_busy_port_is_a_clear_error(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        proc = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                             "--override", f"log.dirs={tmp_path}")
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert f"cannot listen on PLAINTEXT://127.0.0.1:{port}: address already in use" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere; covered by the file case below")
+def test_unwritable_log_dir_is_a_clear_error_unprivileged(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir(mode=0o500)
+    proc = serve_process("--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={ro}/x")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "is not writable" in err
+
+
+def test_log_dir_that_is_a_file_is_a_clear_error(tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    proc = serve_process("--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={f}")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert f"log dir {f} is not writable" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("override, message", [
+    ("num.partitions=zero", "num.partitions"),
+    ("num.network.threads=0", "num.network.threads"),
+    ("auto.create.topics.enable=maybe", "auto.create.topics.enable"),
+    ("listeners=localhost9092", "listener"),
+])
+def test_bad_values_fail_naming_the_key(tmp_path, override, message):
+    proc = serve_process("--override", f"log.dirs={tmp_path}", "--override", override)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert message in err and "Traceback" not in err
+
+
+def test_missing_config_file(tmp_path):
+    proc = serve_process("-c", str(tmp_path / "nope.properties"))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "cannot read" in err
