@@ -240,3 +240,12 @@ def test_columns_to_arrow():
     assert rb.column("headers").to_pylist() == [[{"key": hk, "value": hv} for hk, hv in h]
                                                for _, _, h, _ in inputs]
     assert rb.column("timestamp").cast(pa.int64()).to_pylist() == [ts for *_, ts in inputs]
+
+
+@pytest.mark.parametrize("module", ["fastkafka.records", "fastkafka._core.records",
+                                    "fastkafka._core.records_build", "fastkafka._core.records_read"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
