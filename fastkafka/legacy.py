@@ -171,7 +171,8 @@ def to_v2(buf, *, max_size: int = _compression.DEFAULT_MAX) -> bytes:
     next_offset = 0
     for codec, magic, attributes, offset, timestamp, payload in _legacy.legacy_units(buf):
         if codec == NONE:
-            batch, count, base_ts, max_ts = _legacy.to_v2_records(payload, False, reserve=_BATCH_HEADER)
+            batch, count, base_ts, max_ts = _legacy.to_v2_records(payload, False, reserve=_BATCH_HEADER,
+                                                                      check_crc=False)  # legacy_units did
         else:
             _check(codec, magic)
             inner = _decompress(codec, magic, payload, max_size)

@@ -26,7 +26,8 @@ def encode(messages: Iterable[tuple[Optional[_Buffer], Optional[_Buffer], Option
 def legacy_units(buf: _Buffer) -> list[tuple[int, int, int, int, int, memoryview]]:
     """(codec, magic, attributes, offset, timestamp, payload) per run / wrapper."""
 def to_v2_records(buf: _Buffer, inner: bool, wrapper_magic: int = 0, wrapper_attributes: int = 0,
-                  wrapper_timestamp: int = -1, reserve: int = 0) -> tuple[bytearray, int, int, int]:
+                  wrapper_timestamp: int = -1, reserve: int = 0,
+                  check_crc: bool = True) -> tuple[bytearray, int, int, int]:
     """(stream, count, base_timestamp, max_timestamp)."""
 def lz4_header_checksum(frame: _Buffer, broken: bool) -> tuple[int, int]:
     """(expected HC, stored HC)."""

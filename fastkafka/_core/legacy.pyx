@@ -360,7 +360,7 @@ cdef inline Py_ssize_t _record_body_size(int64_t ts_delta, int32_t offset_delta,
             + varlong_size(value_len) + (value_len if value_len > 0 else 0) + 1)
 
 
-cdef int _legacy_walk(const unsigned char* b, Py_ssize_t end, bint inner, int wrapper_magic,
+cdef int _legacy_walk(const unsigned char* b, Py_ssize_t end, bint check_crc, bint inner, int wrapper_magic,
                       bint use_wrapper_ts, int64_t wrapper_ts, unsigned char* out,
                       Py_ssize_t* out_size, int32_t* count, int64_t* base_ts, int64_t* max_ts,
                       Py_ssize_t* err_pos, LegacyMessage* m) noexcept nogil:
@@ -374,7 +374,7 @@ cdef int _legacy_walk(const unsigned char* b, Py_ssize_t end, bint inner, int wr
     cdef int64_t ts
     while pos < end:
         err_pos[0] = pos
-        status = scan_message(b, pos, end, out == NULL, m)
+        status = scan_message(b, pos, end, check_crc and out == NULL, m)
         if status != MSG_OK:
             return status
         if inner and ((m.attributes & COMPRESSION_MASK) or m.magic != wrapper_magic):
@@ -412,14 +412,16 @@ cdef int _legacy_walk(const unsigned char* b, Py_ssize_t end, bint inner, int wr
 
 
 def to_v2_records(const unsigned char[::1] buf, bint inner, int wrapper_magic=0,
-                  int wrapper_attributes=0, int64_t wrapper_timestamp=-1, Py_ssize_t reserve=0):
+                  int wrapper_attributes=0, int64_t wrapper_timestamp=-1, Py_ssize_t reserve=0,
+                  bint check_crc=True):
     """An uncompressed v2 record stream from a flat set of uncompressed legacy messages.
 
     ``inner``: ``buf`` is a decompressed wrapper's set, so every message must be uncompressed
     and of ``wrapper_magic``, and a magic-1 LogAppendTime wrapper's timestamp replaces theirs.
     Offset deltas are 0..n-1; magic-0 messages get timestamp -1. Returns
     ``(stream, count, base_timestamp, max_timestamp)``, ``stream`` a bytearray that starts with
-    ``reserve`` zero bytes (room for records_build.finish_batch's header: no copy). Raises CorruptRecordError for any bad
+    ``reserve`` zero bytes (room for records_build.finish_batch's header: no copy).
+    ``check_crc=False`` skips the CRC-32 check for a run :func:`legacy_units` already checked. Raises CorruptRecordError for any bad
     message, including a partial one (a set that is converted must be whole).
     """
     cdef LegacyMessage m
@@ -431,10 +433,10 @@ def to_v2_records(const unsigned char[::1] buf, bint inner, int wrapper_magic=0,
     cdef int status
     if end > NOGIL_THRESHOLD:
         with nogil:
-            status = _legacy_walk(b, end, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp,
+            status = _legacy_walk(b, end, check_crc, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp,
                                   NULL, &size, &count, &base_ts, &max_ts, &err_pos, &m)
     else:
-        status = _legacy_walk(b, end, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp,
+        status = _legacy_walk(b, end, check_crc, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp,
                               NULL, &size, &count, &base_ts, &max_ts, &err_pos, &m)
     where = "inner " if inner else ""
     if status == -1:
@@ -448,10 +450,10 @@ def to_v2_records(const unsigned char[::1] buf, bint inner, int wrapper_magic=0,
     cdef unsigned char* out = &result_view[0] + reserve if reserve + size else NULL
     if end > NOGIL_THRESHOLD:
         with nogil:
-            _legacy_walk(b, end, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp, out,
+            _legacy_walk(b, end, check_crc, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp, out,
                          &size, &count, &base_ts, &max_ts, &err_pos, &m)
     else:
-        _legacy_walk(b, end, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp, out,
+        _legacy_walk(b, end, check_crc, inner, wrapper_magic, use_wrapper_ts, wrapper_timestamp, out,
                      &size, &count, &base_ts, &max_ts, &err_pos, &m)
     return result, count, base_ts, max_ts
 
