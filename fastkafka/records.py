@@ -157,7 +157,9 @@ def iter_batches(buf, *, check_crc: bool = True,
         >>> [b.base_offset for b in iter_batches(build_batch([(None, b"x", [], 1)], base_offset=3))]
         [3]
     """
-    view = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else memoryview(buf)
+    view = memoryview(buf)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
     v = validate(view, check_crc=check_crc)
     for pos, _base, _last, _max_ts, size in batch_index(view[:v.valid_bytes], check_crc=False):
         yield RecordBatch(read_header(view, pos), view[pos:pos + size], max_decompressed)

@@ -249,3 +249,33 @@ def test_docstring_examples(module):
     import importlib
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(record_inputs, st.sampled_from([0, 0, 1, 2, 3, 4]), st.booleans()),
+                min_size=1, max_size=5))
+def test_columns_equal_records_over_mixed_batches(spec):
+    """decode_columns over several batches (mixed codecs, control batches, LogAppendTime) agrees
+    with the Record path batch by batch."""
+    parts = []
+    for inputs, codec, control in spec:
+        parts.append(records.build_control_batch(True, 1, 0, timestamp=5) if control else
+                     build_batch(inputs, compression=codec))
+    data = bytearray(b"".join(parts))
+    core.assign_offsets(data, 1000, log_append_time=-1 if len(spec) % 2 else 77)
+    data = bytes(data)
+    want = [r for b in iter_batches(data) if not b.is_control for r in b.records()]
+    cols = records.decode_columns(data)
+    assert cols.count == len(want) and cols.batch_count == len(spec)
+    assert list(cols.offsets) == [r.offset for r in want]
+    assert list(cols.timestamps) == [r.timestamp for r in want]
+    hk, hv = cols.header_key_offsets, cols.header_value_offsets
+    for i, r in enumerate(want):
+        assert cols.value_data[cols.value_offsets[i]:cols.value_offsets[i + 1]] == (r.value or b"")
+        got_headers = [cols.header_key_data[hk[j]:hk[j + 1]].decode()
+                       for j in range(cols.header_offsets[i], cols.header_offsets[i + 1])]
+        assert got_headers == [k for k, _ in r.headers]
+        assert [cols.header_value_data[hv[j]:hv[j + 1]] for j in range(cols.header_offsets[i],
+                cols.header_offsets[i + 1])] == [v or b"" for _, v in r.headers]
+    with_control = records.decode_columns(data, include_control=True)
+    assert with_control.count == cols.count + sum(1 for *_, c in spec if c)
