@@ -411,7 +411,10 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
                 continue
             pl = &plans[nplans]
             if attrs & COMPRESSION_MASK:
-                stream = decompressed[i] if decompressed is not None else None
+                try:
+                    stream = decompressed[i] if decompressed is not None else None
+                except (IndexError, KeyError):
+                    stream = None
                 if stream is None:
                     raise CorruptRecordError(
                         f"batch {i} at position {pos} is compressed (codec {attrs & COMPRESSION_MASK}):"
