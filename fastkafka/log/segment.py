@@ -68,6 +68,7 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self._open_lock = threading.Lock()
         self.deleted = False
+        self._pinned: SegmentFile | None = None
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path!r}, size={self.size}, active={self.active})"
@@ -75,6 +76,8 @@ class LogSegment:
     # --- lazily opened files ---
     def file(self) -> SegmentFile:
         """The open .log file (through the shared LRU). Thread-safe."""
+        if self._pinned is not None:
+            return self._pinned
         f = self._files.get(self, self._open_file)
         if self.active and f.size != self.size:
             f.set_size(self.size)    # a handle opened by a reader mid-write: append at our end
@@ -303,6 +306,15 @@ class LogSegment:
         f = self.file()
         b = f.find_batch(off, self.offset_index().lookup(off)[1], self.size, timestamp)
         return None if b is None else (b[0], b[1], b[4])
+
+    def pin(self) -> None:
+        """Keep this object's own file handle and index mappings from now on (the cleaner is about
+        to replace the files at its paths); readers of an old snapshot keep a consistent view."""
+        f = self.file()
+        self.offset_index()
+        self.time_index()
+        self._pinned = f
+        self._files.forget(self)
 
     # --- deletion ---
     def rename_to_deleted(self) -> None:
