@@ -15,7 +15,6 @@ Example::
 """
 from __future__ import annotations
 
-import threading
 from typing import Callable, Iterator
 
 from .. import errors, records
@@ -45,54 +44,38 @@ class MemoryOffsetsStore:
 class LogOffsetsStore:
     """Records in the logs of ``__consumer_offsets``; ``get_log(partition)`` yields a partition's Log.
 
-    The Log is the log layer's: ``append(buf)`` takes whole record batches, ``read(offset,
-    max_bytes)`` returns something ``read_bytes`` can turn into bytes (the broker adapts it).
-    Thread-safe (each append is one batch; the Log serializes appends).
+    The Log is the log layer's: ``append(buf)`` takes whole record batches (offsets stamped in
+    place), ``read(offset, max_bytes)`` a region whose ``read_bytes()`` gives the bytes, and
+    ``log_start_offset`` / ``log_end_offset``. Thread-safe (the Log serializes appends).
     """
 
-    READ_CHUNK = 1 << 20
-
-    def __init__(self, num_partitions: int, get_log: Callable[[int], object],
-                 read_bytes: Callable[[object, int, int], tuple[bytes, int]]):
-        """``read_bytes(log, offset, max_bytes) -> (bytes, log_end_offset)``."""
+    def __init__(self, num_partitions: int, get_log: Callable[[int], object], *,
+                 compression: int = 0, read_chunk: int = 5 << 20):
         self.num_partitions = num_partitions
         self._get_log = get_log
-        self._read_bytes = read_bytes
-        self._lock = threading.Lock()
+        self._compression = compression
+        self._read_chunk = read_chunk
 
     def append(self, partition: int, recs: list[tuple[bytes, bytes | None]], timestamp_ms: int) -> None:
-        batch = records.build_batch([(k, v, [], timestamp_ms) for k, v in recs])
-        log = self._get_log(partition)
-        log.append(batch)
+        batch = records.build_batch([(k, v, [], timestamp_ms) for k, v in recs],
+                                    compression=self._compression)
+        self._get_log(partition).append(bytearray(batch))
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         log = self._get_log(partition)
-        offset = 0
-        while True:
-            data, end = self._read_bytes(log, offset, self.READ_CHUNK)
+        offset, end = log.log_start_offset, log.log_end_offset
+        chunk = self._read_chunk
+        while offset < end:
+            data = log.read(offset, chunk).read_bytes()
             if not data:
                 return
-            progressed = False
+            before = offset
             for batch in records.iter_batches(data):
-                if batch.header.is_control:
-                    offset = batch.header.next_offset
-                    continue
-                for rec in batch.records():
-                    if rec.offset >= offset and rec.key is not None:
-                        yield bytes(rec.key), None if rec.value is None else bytes(rec.value)
+                if not batch.header.is_control:
+                    for rec in batch.records():
+                        if rec.offset >= offset and rec.key is not None:
+                            yield bytes(rec.key), None if rec.value is None else bytes(rec.value)
                 offset = batch.header.next_offset
-                progressed = True
-            if offset >= end:
-                return
-            if not progressed:
-                # a single batch larger than the chunk: read it whole
-                data, end = self._read_bytes(log, offset, self.READ_CHUNK * 64)
-                if not data:
-                    return
-                first = next(records.iter_batches(data), None)
-                if first is None:
-                    return
-                for rec in first.records():
-                    if rec.key is not None:
-                        yield bytes(rec.key), None if rec.value is None else bytes(rec.value)
-                offset = first.header.next_offset
+            if offset == before:
+                raise errors.CorruptRecordError(
+                    f"{OFFSETS_TOPIC}-{partition}: no whole batch at offset {offset}")

@@ -27,6 +27,7 @@ from fastkafka.cluster.embedded import EmbeddedMetadata
 from fastkafka.config import KafkaConfig
 from fastkafka.log import LogManager
 
+from . import coordination
 from .dispatch import Dispatcher
 from .handlers import HANDLERS, advertised_apis
 from .purgatory import Purgatory
@@ -105,6 +106,7 @@ class Broker:
             if self.logs is not None:
                 self.logs.shutdown()
             raise
+        coordination.start(self)  # group coordinator: __consumer_offsets, loads in the background
         self.socket_server.start()
         self._started = True
         log.info("broker %d started (cluster id %s, %d topics, log dirs %s)", self.broker_id,
@@ -120,6 +122,7 @@ class Broker:
         log.info("broker %d shutting down", self.broker_id)
         # answer waiting fetches first so draining processors are not held by them
         self.fetch_purgatory.shutdown()
+        coordination.stop(self)  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
         self.socket_server.shutdown(timeout)
         self._channel.shutdown(timeout)
         self.logs.shutdown()

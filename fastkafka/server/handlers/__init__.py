@@ -11,6 +11,7 @@ from .admin import handle_create_partitions, handle_create_topics, handle_delete
 from .api_versions import handle_api_versions
 from .configs import handle_describe_configs
 from .fetch import handle_fetch
+from .group import GROUP_RANGES
 from .list_offsets import handle_list_offsets
 from .metadata import handle_metadata
 from .produce import handle_produce
@@ -30,6 +31,8 @@ RANGES = {
     ApiKey.DESCRIBE_CONFIGS: (handle_describe_configs, 0, 2),
     ApiKey.CREATE_PARTITIONS: (handle_create_partitions, 0, 1),
 }
+
+RANGES.update(GROUP_RANGES)  # group coordinator, offsets (issue 5: handlers/group.py)
 
 HANDLERS = {key: h for key, (h, _, _) in RANGES.items()}
 

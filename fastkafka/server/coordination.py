@@ -1,0 +1,115 @@
+"""The broker's group coordinator and producer-id manager: wiring, start-up load and the timer.
+
+:func:`start` (called by :class:`Broker` at start-up, or lazily by the first group request)
+creates the compacted internal topic ``__consumer_offsets`` when missing, builds the
+:class:`GroupCoordinator` over its logs, and starts one thread that first loads every
+partition — groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile — and then ticks the
+coordinator (session and rebalance timeouts, offset expiry) every ``TICK_S``. :func:`stop`
+answers the parked JoinGroup/SyncGroup requests with NOT_COORDINATOR so the network layer can
+drain, then stops the thread. If the broker stops without calling it, the thread notices.
+
+Example::
+
+    >>> svc = coordination(broker)            # doctest: +SKIP
+    >>> svc.groups.heartbeat("g", 1, "m")     # doctest: +SKIP
+    25
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from fastkafka import errors
+from fastkafka.coordinator import OFFSETS_TOPIC, GroupCoordinator, LogOffsetsStore
+from fastkafka.coordinator.producer_ids import FileBlockStore, ProducerIdManager
+
+__all__ = ["CoordinationService", "coordination", "start", "stop"]
+
+log = logging.getLogger("fastkafka.coordinator")
+
+TICK_S = 0.05
+_ATTR = "_fastkafka_coordination"
+_create_lock = threading.Lock()
+
+
+class CoordinationService:
+    """Owns the coordinator's thread; ``groups`` is the :class:`GroupCoordinator`."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        cfg = broker.config
+        n = self._ensure_offsets_topic()
+        store = LogOffsetsStore(n, lambda p: broker.topics.log(OFFSETS_TOPIC, p),
+                                compression=cfg["offsets.topic.compression.codec"],
+                                read_chunk=cfg["offsets.load.buffer.size"])
+        self.groups = GroupCoordinator.from_config(cfg, store, load=False)
+        self.producer_ids = ProducerIdManager(
+            FileBlockStore(os.path.join(cfg.log_dirs[0], "producer_id_block")),
+            block_size=cfg["producer.id.block.size"])
+        self.loaded = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fastkafka-group-coordinator",
+                                        daemon=True)
+        self._thread.start()
+
+    def _ensure_offsets_topic(self) -> int:
+        topics, cfg = self.broker.topics, self.broker.config
+        info = topics.get(OFFSETS_TOPIC)
+        if info is None:
+            try:
+                info = topics.create(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], 1, {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(cfg["offsets.topic.segment.bytes"]),
+                })
+            except errors.TopicAlreadyExistsError:
+                info = topics.get(OFFSETS_TOPIC)
+        # the count is fixed once the topic exists: groups hash onto the partitions it has
+        return info.partitions
+
+    def _run(self) -> None:
+        try:
+            self.groups.load_all()
+        except Exception:
+            log.exception("loading %s failed; groups stay unavailable", OFFSETS_TOPIC)
+            return
+        finally:
+            self.loaded.set()
+        log.info("group coordinator loaded %d group(s)", len(self.groups.manager.groups))
+        broker_stopped = getattr(self.broker, "_stopped", None)
+        while not self._stop.wait(TICK_S):
+            if broker_stopped is not None and broker_stopped.is_set():
+                self.groups.shutdown()
+                return
+            try:
+                self.groups.tick()
+            except Exception:  # a bug in one tick must not stop the timeouts for good
+                log.exception("group coordinator tick failed")
+
+    def stop(self) -> None:
+        self.groups.shutdown()
+        self._stop.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(5.0)
+
+
+def coordination(broker) -> CoordinationService:
+    """The broker's service, created on first use (thread-safe)."""
+    svc = getattr(broker, _ATTR, None)
+    if svc is None:
+        with _create_lock:
+            svc = getattr(broker, _ATTR, None)
+            if svc is None:
+                svc = CoordinationService(broker)
+                setattr(broker, _ATTR, svc)
+    return svc
+
+
+def start(broker) -> CoordinationService:
+    return coordination(broker)
+
+
+def stop(broker) -> None:
+    svc = getattr(broker, _ATTR, None)
+    if svc is not None:
+        svc.stop()

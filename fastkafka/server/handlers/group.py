@@ -1,0 +1,188 @@
+"""Group and offset APIs, and InitProducerId: requests translated to :class:`GroupCoordinator` calls.
+
+JoinGroup and SyncGroup return ``DELAYED``: the coordinator answers through a callback when the
+rebalance completes, possibly from its timer thread, and the callback sends the response
+(``RequestContext.send`` is thread-safe). Everything else answers at once. Error codes come
+from the coordinator; nothing here raises for a group-level condition.
+
+Example (what a kafka-python consumer's first requests amount to)::
+
+    FindCoordinator(key="g")         -> this broker
+    JoinGroup(g, member_id="")       -> (parked until the rebalance completes) generation 1
+    SyncGroup(g, 1, assignments)     -> this member's assignment
+    OffsetFetch(g, [t-0])            -> committed offset or -1
+"""
+from __future__ import annotations
+
+from fastkafka import errors
+from fastkafka.coordinator import OffsetAndMetadata
+from fastkafka.coordinator.coordinator import wall_clock_ms
+from fastkafka.protocol import ApiKey
+
+from ..coordination import coordination
+from ..dispatch import DELAYED
+
+__all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", "handle_heartbeat",
+           "handle_leave_group", "handle_list_groups", "handle_describe_groups",
+           "handle_delete_groups", "handle_offset_commit", "handle_offset_fetch",
+           "handle_init_producer_id", "GROUP_RANGES"]
+
+GROUP_KEY_TYPE = 0
+
+
+def _groups(ctx):
+    return coordination(ctx.broker).groups
+
+
+def _client_host(ctx) -> str:
+    peer = getattr(getattr(ctx.request, "conn", None), "peer", None)
+    return f"/{peer[0]}" if peer else ""
+
+
+def handle_find_coordinator(ctx, req):
+    if req.key_type != GROUP_KEY_TYPE:
+        # no transaction coordinator: a fatal answer beats clients retrying forever
+        code = errors.TransactionalIdAuthorizationFailedError.code
+        return {"error_code": code, "error_message": "transactions are not supported",
+                "node_id": -1, "host": "", "port": -1}
+    coordination(ctx.broker)                # make sure the group coordinator is up (and loading)
+    host, port = ctx.broker.endpoint(ctx.listener)
+    return {"error_code": 0, "error_message": None, "node_id": ctx.broker.broker_id,
+            "host": host, "port": port}
+
+
+def handle_join_group(ctx, req):
+    def done(r):
+        ctx.send({"throttle_time_ms": 0, "error_code": r.error, "generation_id": r.generation_id,
+                  "protocol_name": r.protocol_name, "leader": r.leader_id, "member_id": r.member_id,
+                  "members": [{"member_id": m, "group_instance_id": i, "metadata": meta}
+                              for m, i, meta in r.members]})
+    _groups(ctx).join_group(
+        req.group_id, req.member_id, req.group_instance_id, ctx.client_id or "", _client_host(ctx),
+        req.session_timeout_ms, req.rebalance_timeout_ms, req.protocol_type,
+        [(p.name, p.metadata) for p in req.protocols], done,
+        require_known_member_id=ctx.version >= 4)
+    return DELAYED
+
+
+def handle_sync_group(ctx, req):
+    def done(r):
+        ctx.send({"throttle_time_ms": 0, "error_code": r.error, "assignment": r.assignment})
+    _groups(ctx).sync_group(req.group_id, req.generation_id, req.member_id, req.group_instance_id,
+                            {a.member_id: a.assignment for a in req.assignments}, done)
+    return DELAYED
+
+
+def handle_heartbeat(ctx, req):
+    code = _groups(ctx).heartbeat(req.group_id, req.generation_id, req.member_id,
+                                  req.group_instance_id)
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+def handle_leave_group(ctx, req):
+    return {"throttle_time_ms": 0, "error_code": _groups(ctx).leave_group(req.group_id, req.member_id)}
+
+
+def handle_list_groups(ctx, req):
+    code, groups = _groups(ctx).list_groups()
+    return {"throttle_time_ms": 0, "error_code": code,
+            "groups": [{"group_id": g, "protocol_type": t} for g, t in groups]}
+
+
+def handle_describe_groups(ctx, req):
+    gc = _groups(ctx)
+    out = []
+    for gid in req.groups:
+        s = gc.describe_group(gid)
+        out.append({"error_code": s.error, "group_id": gid, "group_state": s.state,
+                    "protocol_type": s.protocol_type, "protocol_data": s.protocol,
+                    "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                                 "client_id": m.client_id, "client_host": m.client_host,
+                                 "member_metadata": m.metadata, "member_assignment": m.assignment}
+                                for m in s.members]})
+    return {"throttle_time_ms": 0, "groups": out}
+
+
+def handle_delete_groups(ctx, req):
+    result = _groups(ctx).delete_groups(list(req.groups_names))
+    return {"throttle_time_ms": 0,
+            "results": [{"group_id": g, "error_code": result[g]} for g in req.groups_names]}
+
+
+def _partition_exists(ctx, topic: str, partition: int) -> bool:
+    info = ctx.broker.topics.get(topic)
+    return info is not None and 0 <= partition < info.partitions
+
+
+def handle_offset_commit(ctx, req):
+    v = ctx.version
+    now = wall_clock_ms()
+    # v2-v4 may ask for a retention of their own; it is stored as an expire timestamp (value v1)
+    retention = req.retention_time_ms if 2 <= v <= 4 else -1
+    offsets, codes = {}, {}
+    for t in req.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if not _partition_exists(ctx, *tp):
+                codes[tp] = errors.UnknownTopicOrPartitionError.code
+                continue
+            ts = p.commit_timestamp if v == 1 and p.commit_timestamp >= 0 else now
+            offsets[tp] = OffsetAndMetadata(
+                p.committed_offset, p.committed_metadata, ts,
+                ts + retention if retention >= 0 else None,
+                p.committed_leader_epoch if v >= 6 else -1)
+    if offsets:
+        generation = req.generation_id_or_member_epoch if v >= 1 else -1
+        codes.update(_groups(ctx).commit_offsets(req.group_id, req.member_id if v >= 1 else "",
+                                                 generation, offsets, req.group_instance_id))
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": codes[(t.name, p.partition_index)]}
+            for p in t.partitions]} for t in req.topics]}
+
+
+def handle_offset_fetch(ctx, req):
+    v = ctx.version
+    wanted = None if req.topics is None else \
+        [(t.name, p) for t in req.topics for p in t.partition_indexes]
+    code, got = _groups(ctx).fetch_offsets(req.group_id, wanted)
+    by_topic: dict[str, list] = {}
+    for (topic, partition), om in (got.items() if wanted is None else
+                                   ((tp, got.get(tp)) for tp in wanted)):
+        by_topic.setdefault(topic, []).append({
+            "partition_index": partition,
+            "committed_offset": -1 if om is None else om.offset,
+            "committed_leader_epoch": -1 if om is None else om.leader_epoch,
+            "metadata": "" if om is None else om.metadata,
+            # v0/v1 have no top-level error: each partition carries it
+            "error_code": code if v < 2 else 0})
+    return {"throttle_time_ms": 0, "error_code": code,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+
+def handle_init_producer_id(ctx, req):
+    if req.transactional_id is not None:
+        return {"throttle_time_ms": 0, "producer_id": -1, "producer_epoch": -1,
+                "error_code": errors.TransactionalIdAuthorizationFailedError.code}
+    pid = coordination(ctx.broker).producer_ids.next_id()
+    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
+
+
+def _ranges():
+    return {
+        ApiKey.OFFSET_COMMIT: (handle_offset_commit, 0, 7),
+        ApiKey.OFFSET_FETCH: (handle_offset_fetch, 0, 5),
+        ApiKey.FIND_COORDINATOR: (handle_find_coordinator, 0, 2),
+        ApiKey.JOIN_GROUP: (handle_join_group, 0, 5),
+        ApiKey.SYNC_GROUP: (handle_sync_group, 0, 3),
+        ApiKey.HEARTBEAT: (handle_heartbeat, 0, 3),
+        ApiKey.LEAVE_GROUP: (handle_leave_group, 0, 2),
+        ApiKey.LIST_GROUPS: (handle_list_groups, 0, 2),
+        ApiKey.DESCRIBE_GROUPS: (handle_describe_groups, 0, 4),
+        ApiKey.DELETE_GROUPS: (handle_delete_groups, 0, 1),
+    }
+
+
+# api key -> (handler, min version, max version), merged into the dispatch table's RANGES.
+# InitProducerId joins once Log.append checks sequences (log/producer_state.py).
+GROUP_RANGES = _ranges()
