@@ -11,6 +11,7 @@
 # in one buffer with no copy: encode_records(..., reserve=61) then finish_batch on the same buffer.
 # The per-record loop reads each Python object once and writes straight into the output.
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_Resize
+from cpython.memoryview cimport PyMemoryView_GET_BUFFER
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
@@ -29,25 +30,30 @@ cdef struct Blob:
 
 
 cdef inline int _blob(object obj, Blob* out, list keep) except -1:
-    """Borrow the bytes of a key/value: bytes and bytearray in place, other buffers via a copy."""
+    """Borrow the bytes of a key/value without copying.
+
+    Anything but bytes is held through a memoryview kept in ``keep`` until the record is
+    written: the export pins the memory (a bytearray cannot be resized under it).
+    """
+    cdef Py_buffer* view
     if obj is None:
         out.data = NULL
         out.size = -1
     elif type(obj) is bytes:
         out.data = PyBytes_AS_STRING(obj)
         out.size = PyBytes_GET_SIZE(obj)
-    elif type(obj) is bytearray:
-        out.data = PyByteArray_AS_STRING(obj)
-        out.size = len(<bytearray>obj)
     else:
         try:
-            copy = bytes(memoryview(obj))
+            mv = memoryview(obj)
         except TypeError:
             raise TypeError(f"key, value and header values must be bytes-like or None, "
                             f"not {type(obj).__name__}") from None
-        keep.append(copy)
-        out.data = PyBytes_AS_STRING(copy)
-        out.size = PyBytes_GET_SIZE(copy)
+        if not mv.c_contiguous:
+            mv = memoryview(mv.tobytes())
+        keep.append(mv)
+        view = PyMemoryView_GET_BUFFER(mv)
+        out.data = <const char*>view.buf
+        out.size = view.len
     return 0
 
 
@@ -170,10 +176,11 @@ def encode_records(records, int64_t default_timestamp, base_timestamp=None, *,
             raise OverflowError(f"offset delta {delta} does not fit a batch")
         _blob(k, &key, keep)
         _blob(v, &value, keep)
+        # A tuple: the sizing pass and the writing pass below must see the same headers.
         if headers is None:
             headers = ()
-        elif type(headers) is not list and type(headers) is not tuple:
-            headers = list(headers)
+        elif type(headers) is not tuple:
+            headers = tuple(headers)
         nh = len(headers)
         body = (1 + varlong_size(ts - base_ts) + varlong_size(delta) + _blob_size(&key)
                 + _blob_size(&value) + varlong_size(nh))
@@ -202,7 +209,7 @@ def encode_records(records, int64_t default_timestamp, base_timestamp=None, *,
         out.used = w - out.ptr
         count += 1
         if len(keep) > 64:
-            del keep[:]
+            del keep[:]  # the record is written: release the pinned buffers
     if count > 0x7FFFFFFF:
         raise OverflowError("too many records for one batch")
     return (out.finish(), count, delta if count else -1, base_ts if count or base_timestamp is not None

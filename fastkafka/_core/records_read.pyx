@@ -20,6 +20,7 @@ cimport cython
 from cpython cimport array
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject_GetItem
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -411,8 +412,9 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
                 continue
             pl = &plans[nplans]
             if attrs & COMPRESSION_MASK:
+                # PyObject_GetItem: with boundscheck off, decompressed[i] on a list skips the bounds check
                 try:
-                    stream = decompressed[i] if decompressed is not None else None
+                    stream = PyObject_GetItem(decompressed, i) if decompressed is not None else None
                 except (IndexError, KeyError):
                     stream = None
                 if stream is None:

@@ -202,6 +202,9 @@ def test_none_timestamp_is_now_and_base_timestamp_override():
 def test_bytes_like_inputs_and_type_errors():
     data = build_batch([(bytearray(b"k"), memoryview(b"val"), [("h", bytearray(b"x"))], 1)])
     assert as_tuples(next(iter_batches(data)).records()) == [(0, 1, b"k", b"val", [("h", b"x")])]
+    strided = memoryview(b"a-b-c-")[::2]                  # not contiguous: copied
+    data = build_batch([(None, strided, (h for h in [("g", strided)]), 1)])
+    assert as_tuples(next(iter_batches(data)).records()) == [(0, 1, None, b"abc", [("g", b"abc")])]
     with pytest.raises(TypeError):
         build_batch([("str-key", b"v", [], 1)])
     with pytest.raises(TypeError):
