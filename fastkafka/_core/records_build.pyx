@@ -177,7 +177,7 @@ def encode_records(records, int64_t default_timestamp, base_timestamp=None, *,
         _blob(k, &key, keep)
         _blob(v, &value, keep)
         # A tuple: the sizing pass and the writing pass below must see the same headers.
-        if headers is None:
+        if headers is None or (type(headers) is list and not headers):
             headers = ()
         elif type(headers) is not tuple:
             headers = tuple(headers)
