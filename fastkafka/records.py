@@ -73,8 +73,7 @@ def build_batch(records: Iterable, *, compression: int = 0, base_offset: int = 0
     if count == 0:
         raise ValueError("a record batch needs at least one record")
     if codec:
-        # bytes(): compression.compress's lz4 path rejects a bytearray (reported to its owner)
-        compressed = _compression.compress(codec, bytes(buf), compression_level)
+        compressed = _compression.compress(codec, buf, compression_level)
         buf = bytearray(BATCH_OVERHEAD)
         buf += compressed
     _core.finish_batch(buf, record_count=count, last_offset_delta=last_delta,
