@@ -1,0 +1,195 @@
+"""One TCP connection to one broker: framing, correlation ids, ApiVersions negotiation, pipelining.
+
+Blocking sockets on purpose: a client thread owns a connection while it talks (the producer's
+sender, a consumer's fetcher), so there is no event loop to pay for. Requests may be pipelined
+— :meth:`BrokerConnection.send` several, then :meth:`BrokerConnection.receive` the answers in
+order — which is how the producer keeps ``max.in.flight.requests.per.connection`` busy.
+
+On connect the client asks ``ApiVersions`` (v0: every broker since 0.10 answers it) and then
+uses, per API, the highest version both sides implement (:data:`fastkafka.protocol.SUPPORTED`
+on our side). A response is read with ``recv_into`` into one buffer of the frame's size, and
+record fields decode as memoryviews of that buffer, so fetched batches are never copied in
+Python.
+
+Not thread-safe: one thread at a time (callers hold a lock or own the connection).
+
+Example::
+
+    conn = BrokerConnection("127.0.0.1", 9092)
+    conn.connect()
+    meta = conn.request(ApiKey.METADATA, {"topics": None})
+    conn.close()
+"""
+from __future__ import annotations
+
+import collections
+import socket
+import struct
+
+from fastkafka import errors
+from fastkafka import protocol as P
+from fastkafka.protocol import ApiKey
+
+__all__ = ["BrokerConnection", "ConnectionError_", "negotiate"]
+
+_SIZE = struct.Struct(">i")
+# Responses larger than this are refused: a desynchronised stream reads garbage as a size.
+MAX_RESPONSE_BYTES = 1 << 30
+
+
+class ConnectionError_(errors.NetworkException):
+    """The broker could not be reached or the connection broke (retriable, code 13)."""
+
+
+def negotiate(broker_ranges: dict[int, tuple[int, int]]) -> dict[int, int]:
+    """Per API key, the highest version both we and the broker implement.
+
+    >>> negotiate({0: (0, 9), 3: (0, 4), 99: (0, 1)})[0], negotiate({3: (0, 4)})[3]
+    (7, 4)
+    """
+    out = {}
+    for key, (lo, hi) in broker_ranges.items():
+        ours = P.SUPPORTED.get(key)
+        if ours is None:
+            continue
+        v = min(hi, ours[1])
+        if v >= max(lo, ours[0]):
+            out[key] = v
+    return out
+
+
+class BrokerConnection:
+    """A connection to ``host:port`` (``node_id`` as the cluster knows it, -1 for bootstrap)."""
+
+    def __init__(self, host: str, port: int, *, node_id: int = -1, client_id: str = "fastkafka",
+                 request_timeout_ms: int = 30_000, connect_timeout_ms: int = 10_000):
+        self.host, self.port, self.node_id = host, port, node_id
+        self.client_id = client_id
+        self.request_timeout = request_timeout_ms / 1000
+        self.connect_timeout = connect_timeout_ms / 1000
+        self.versions: dict[int, int] = {}
+        self._sock: socket.socket | None = None
+        self._corr = 0
+        self._in_flight: collections.deque = collections.deque()  # (corr, api, version)
+
+    def __repr__(self):
+        return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    def connect(self) -> "BrokerConnection":
+        """Open the socket and negotiate versions. Raises :class:`ConnectionError_`."""
+        if self._sock is not None:
+            return self
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
+        except OSError as e:
+            raise ConnectionError_(f"cannot connect to {self.host}:{self.port}: {e}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Large buffers let pipelined produce requests and big fetch responses stream.
+        for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, opt, 4 << 20)
+            except OSError:
+                pass
+        sock.settimeout(self.request_timeout)
+        self._sock = sock
+        try:
+            self.versions = {ApiKey.API_VERSIONS: 0}
+            resp = self.request(ApiKey.API_VERSIONS, {})
+            if resp.error_code:
+                raise errors.for_code(resp.error_code)("ApiVersions failed")
+            self.versions = negotiate({k.api_key: (k.min_version, k.max_version)
+                                       for k in resp.api_keys})
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        self._in_flight.clear()
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def version(self, api_key: int, at_least: int = 0) -> int:
+        """The negotiated version of ``api_key``; UnsupportedVersionError if the broker lacks it."""
+        v = self.versions.get(api_key)
+        if v is None or v < at_least:
+            raise errors.UnsupportedVersionError(
+                f"broker {self.host}:{self.port} does not offer {P.API_NAMES.get(api_key, api_key)}"
+                + (f" v{at_least}+" if at_least else ""))
+        return v
+
+    def supports(self, api_key: int) -> bool:
+        return api_key in self.versions
+
+    def send(self, api_key: int, obj, version: int | None = None, expect_response: bool = True) -> int:
+        """Write one request; returns its correlation id. ``expect_response=False`` is for
+        Produce with acks=0, which the broker never answers."""
+        if self._sock is None:
+            self.connect()
+        v = self.version(api_key) if version is None else version
+        self._corr = (self._corr + 1) & 0x7FFFFFFF
+        frame = P.encode_request(api_key, v, self._corr, obj, self.client_id)
+        try:
+            self._sock.sendall(frame)
+        except OSError as e:
+            self.close()
+            raise ConnectionError_(f"send to {self.host}:{self.port} failed: {e}") from None
+        if expect_response:
+            self._in_flight.append((self._corr, api_key, v))
+        return self._corr
+
+    def receive(self):
+        """Read the oldest in-flight request's response and decode it."""
+        corr, api_key, v = self._in_flight[0]
+        payload = self._read_frame()
+        self._in_flight.popleft()
+        got, resp = P.decode_response(api_key, v, payload)
+        if got != corr:
+            self.close()
+            raise ConnectionError_(f"correlation id {got} from {self.host}:{self.port}, "
+                                   f"expected {corr}")
+        return resp
+
+    def request(self, api_key: int, obj, version: int | None = None):
+        """Send and wait for the answer (earlier pipelined answers must be received first)."""
+        self.send(api_key, obj, version)
+        while len(self._in_flight) > 1:
+            self.receive()  # only when a caller abandoned pipelined requests; drop them
+        return self.receive()
+
+    def _read_frame(self) -> memoryview:
+        size = _SIZE.unpack(self._recv_exact(4))[0]
+        if not 0 <= size <= MAX_RESPONSE_BYTES:
+            self.close()
+            raise ConnectionError_(f"bad response size {size} from {self.host}:{self.port}")
+        return memoryview(self._recv_exact(size))
+
+    def _recv_exact(self, n: int) -> bytearray:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        sock = self._sock
+        if sock is None:
+            raise ConnectionError_(f"not connected to {self.host}:{self.port}")
+        try:
+            while got < n:
+                r = sock.recv_into(view[got:], n - got)
+                if r == 0:
+                    raise OSError("connection closed by the broker")
+                got += r
+        except OSError as e:  # socket.timeout is an OSError too
+            self.close()
+            raise ConnectionError_(f"receive from {self.host}:{self.port} failed: {e}") from None
+        return buf
