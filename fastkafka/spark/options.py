@@ -1,0 +1,346 @@
+"""Options of the ``fastkafka`` data source, parsed and validated the way Spark's Kafka source does.
+
+Spark-free and pure: a case-insensitive ``options`` mapping in, a frozen :class:`SourceOptions`
+(or :class:`SinkOptions`) out, or :class:`KafkaOptionError` with the message Spark's
+``KafkaSourceProvider`` gives for the same mistake, so a job moved from Spark's connector to this
+one fails the same way. Offsets live in :class:`OffsetSpec`, which the planner resolves against
+the broker's offsets (:mod:`fastkafka.spark.planning`).
+
+Example::
+
+    >>> o = parse_source_options({"kafka.bootstrap.servers": "127.0.0.1:9092",
+    ...                           "subscribe": "a, b", "startingOffsets": '{"a":{"0":5}}'},
+    ...                          streaming=False)
+    >>> o.topics, o.starting.kind, o.starting.offsets, o.ending.kind
+    (('a', 'b'), 'offsets', {('a', 0): 5}, 'latest')
+    >>> parse_source_options({"kafka.bootstrap.servers": "h:1"}, streaming=True)
+    Traceback (most recent call last):
+    ...
+    fastkafka.spark.options.KafkaOptionError: One of the following options must be specified for Kafka source: subscribe, subscribePattern, assign. See the docs for more details.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+__all__ = ["KafkaOptionError", "OffsetSpec", "SourceOptions", "SinkOptions", "EARLIEST", "LATEST",
+           "parse_source_options", "parse_sink_options", "parse_partition_offsets",
+           "parse_assign"]
+
+# Kafka's sentinels, also accepted inside offset JSON as Spark documents ("-2 earliest, -1 latest").
+EARLIEST = -2
+LATEST = -1
+STRATEGIES = ("subscribe", "subscribePattern", "assign")
+_OFFSETS_EXAMPLE = 'Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got '
+_TIMESTAMPS_EXAMPLE = ('Expected e.g. {"topicA": {"0": 123456789, "1": 123456789}, '
+                       '"topicB": {"0": 123456789, "1": 123456789}}, got ')
+_ASSIGN_EXAMPLE = 'Expected e.g. {"topicA":[0,1],"topicB":[0,1]}, got '
+_AUTO_OFFSET_RESET = (
+    "Kafka option 'auto.offset.reset' is not supported.\n"
+    "Instead set the source option 'startingOffsets' to 'earliest' or 'latest'\n"
+    "to specify where to start. Structured Streaming manages which offsets are consumed\n"
+    "internally, rather than relying on the kafkaConsumer to do it. This will ensure that no\n"
+    "data is missed when new topics/partitions are dynamically subscribed. Note that\n"
+    "'startingOffsets' only applies when a new Streaming query is started, and\n"
+    "that resuming will always pick up from where the query left off. See the docs for more\n"
+    "details.")
+
+
+class KafkaOptionError(ValueError):
+    """An option Spark's Kafka source would reject (Spark raises IllegalArgumentException)."""
+
+
+TopicPartition = tuple  # (topic: str, partition: int)
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Where a range starts or ends, before the broker is asked.
+
+    ``kind`` is ``earliest`` | ``latest`` | ``offsets`` (``offsets`` maps (topic, partition) to
+    an offset or -2/-1) | ``timestamp`` (one ``timestamp`` for every partition) | ``timestamps``
+    (per-partition ``offsets`` map of timestamps in ms).
+    """
+
+    kind: str
+    offsets: dict = field(default_factory=dict)
+    timestamp: int | None = None
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Validated reader options; ``strategy`` is one of :data:`STRATEGIES`."""
+
+    bootstrap_servers: str
+    strategy: str
+    topics: tuple = ()
+    pattern: str | None = None
+    assign: tuple = ()                  # ((topic, partition), ...) in the order given
+    starting: OffsetSpec = OffsetSpec("earliest")
+    ending: OffsetSpec = OffsetSpec("latest")
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    # "error" (Spark's default) fails when no offset has a timestamp at or after the one asked
+    # for; "latest" starts such partitions at their end.
+    starting_timestamp_strategy: str = "error"
+    fetch_max_bytes: int = 16 << 20
+    request_timeout_ms: int = 30_000
+
+    def matches(self, topic: str) -> bool:
+        """Whether ``topic`` belongs to the subscription (``assign`` is decided per partition)."""
+        if self.strategy == "subscribe":
+            return topic in self.topics
+        if self.strategy == "subscribePattern":
+            return re.fullmatch(self.pattern, topic) is not None
+        return any(t == topic for t, _ in self.assign)
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    """Validated writer options: ``topic`` is the default for rows without a topic column."""
+
+    bootstrap_servers: str
+    topic: str | None = None
+    compression: int = 0
+    batch_records: int = 10_000
+    acks: int = -1
+    request_timeout_ms: int = 30_000
+    include_headers: bool = True
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    # Spark hands us a CaseInsensitiveDict; tests and the CLI pass plain dicts.
+    return {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+
+
+def _bool(opts: dict, key: str, default: bool) -> bool:
+    v = opts.get(key.lower())
+    if v is None:
+        return default
+    v = v.strip().lower()
+    if v not in ("true", "false"):
+        raise KafkaOptionError(f"Option '{key}' must be 'true' or 'false', got '{v}'")
+    return v == "true"
+
+
+def _int(opts: dict, key: str, default: int | None) -> int | None:
+    v = opts.get(key.lower())
+    if v is None:
+        return default
+    try:
+        return int(v.strip())
+    except ValueError:
+        raise KafkaOptionError(f"Option '{key}' must be an integer, got '{v}'") from None
+
+
+def _json_object(text: str, example: str) -> dict:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        raise KafkaOptionError(example + text) from None
+    if not isinstance(obj, dict):
+        raise KafkaOptionError(example + text)
+    return obj
+
+
+def parse_partition_offsets(text: str, *, timestamps: bool = False) -> dict:
+    """``{"t":{"0":23}}`` -> ``{("t", 0): 23}`` (partition keys are strings in JSON).
+
+    >>> parse_partition_offsets('{"t":{"1":-1,"0":-2}}')
+    {('t', 1): -1, ('t', 0): -2}
+    """
+    example = _TIMESTAMPS_EXAMPLE if timestamps else _OFFSETS_EXAMPLE
+    out = {}
+    for topic, parts in _json_object(text, example).items():
+        if not isinstance(parts, dict):
+            raise KafkaOptionError(example + text)
+        for p, off in parts.items():
+            try:
+                part = int(p)
+            except (TypeError, ValueError):
+                raise KafkaOptionError(example + text) from None
+            if isinstance(off, bool) or not isinstance(off, int):
+                raise KafkaOptionError(example + text)
+            out[(topic, part)] = off
+    return out
+
+
+def parse_assign(text: str) -> tuple:
+    """``{"t":[0,1]}`` -> ``(("t", 0), ("t", 1))``.
+
+    >>> parse_assign('{"t":[1,0]}')
+    (('t', 1), ('t', 0))
+    """
+    out = []
+    for topic, parts in _json_object(text, _ASSIGN_EXAMPLE).items():
+        if not isinstance(parts, list) or not all(
+                isinstance(p, int) and not isinstance(p, bool) for p in parts):
+            raise KafkaOptionError(_ASSIGN_EXAMPLE + text)
+        out.extend((topic, p) for p in parts)
+    return tuple(out)
+
+
+def _offset_spec(opts: dict, ts_key: str, by_ts_key: str, offsets_key: str,
+                 default: str) -> OffsetSpec:
+    # Spark's order of preference: one global timestamp, then per-partition timestamps, then
+    # earliest/latest/JSON offsets.
+    if ts_key.lower() in opts:
+        text = opts[ts_key.lower()].strip()
+        try:
+            return OffsetSpec("timestamp", timestamp=int(text))
+        except ValueError:
+            raise KafkaOptionError(f"Expected a single long value, got {text}") from None
+    if by_ts_key.lower() in opts:
+        return OffsetSpec("timestamps", parse_partition_offsets(opts[by_ts_key.lower()].strip(),
+                                                                timestamps=True))
+    text = opts.get(offsets_key.lower())
+    if text is None:
+        return OffsetSpec(default)
+    text = text.strip()
+    if text.lower() in ("earliest", "latest"):
+        return OffsetSpec(text.lower())
+    return OffsetSpec("offsets", parse_partition_offsets(text))
+
+
+def _check_kafka_params(opts: dict, role: str) -> None:
+    for key, what in (("key.deserializer", "keys"), ("value.deserializer", "values")):
+        if "kafka." + key in opts and role == "consumer":
+            raise KafkaOptionError(
+                f"Kafka option '{key}' is not supported as {what} are deserialized as byte arrays "
+                f"with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize "
+                f"the {what}.")
+    for key, what in (("key.serializer", "keys"), ("value.serializer", "value")):
+        if "kafka." + key in opts and role == "producer":
+            raise KafkaOptionError(
+                f"Kafka option '{key}' is not supported as {what} are serialized with "
+                f"ByteArraySerializer.")
+    if role == "consumer":
+        if "kafka.auto.offset.reset" in opts:
+            raise KafkaOptionError(_AUTO_OFFSET_RESET)
+        for key in ("enable.auto.commit", "interceptor.classes"):
+            if "kafka." + key in opts:
+                raise KafkaOptionError(f"Kafka option '{key}' is not supported")
+    if not opts.get("kafka.bootstrap.servers", "").strip():
+        raise KafkaOptionError(f"Option 'kafka.bootstrap.servers' must be specified for "
+                               f"configuring Kafka {role}")
+
+
+def _strategy(opts: dict) -> tuple[str, str]:
+    given = [s for s in STRATEGIES if s.lower() in opts]
+    names = ", ".join(STRATEGIES)
+    if not given:
+        raise KafkaOptionError(f"One of the following options must be specified for Kafka "
+                               f"source: {names}. See the docs for more details.")
+    if len(given) > 1:
+        raise KafkaOptionError(f"Only one of the following options can be specified for Kafka "
+                               f"source: {names}. See the docs for more details.")
+    return given[0], opts[given[0].lower()]
+
+
+def _check_batch_range(starting: OffsetSpec, ending: OffsetSpec) -> None:
+    if starting.kind == "latest":
+        raise KafkaOptionError("starting offset can't be latest for batch queries on Kafka")
+    if starting.kind == "offsets":
+        for (t, p), off in starting.offsets.items():
+            if off == LATEST:
+                raise KafkaOptionError(f"startingOffsets for {t}-{p} can't be latest for batch "
+                                       f"queries on Kafka")
+    if ending.kind == "earliest":
+        raise KafkaOptionError("ending offset can't be earliest for batch queries on Kafka")
+    if ending.kind == "offsets":
+        for (t, p), off in ending.offsets.items():
+            if off == EARLIEST:
+                raise KafkaOptionError(f"ending offset for {t}-{p} can't be earliest for batch "
+                                       f"queries on Kafka")
+
+
+def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    """Validate reader ``options`` for a batch (``streaming=False``) or streaming query."""
+    opts = _lower(options)
+    starting = _offset_spec(opts, "startingTimestamp", "startingOffsetsByTimestamp",
+                            "startingOffsets", "latest" if streaming else "earliest")
+    if streaming:
+        if "endingoffsets" in opts:
+            raise KafkaOptionError("ending offset not valid in streaming queries")
+        if "endingoffsetsbytimestamp" in opts or "endingtimestamp" in opts:
+            raise KafkaOptionError("ending timestamp not valid in streaming queries")
+        ending = OffsetSpec("latest")
+    else:
+        ending = _offset_spec(opts, "endingTimestamp", "endingOffsetsByTimestamp",
+                              "endingOffsets", "latest")
+        _check_batch_range(starting, ending)
+
+    strategy, value = _strategy(opts)
+    topics, pattern, assign = (), None, ()
+    if strategy == "assign":
+        if not value.strip().startswith("{"):
+            raise KafkaOptionError(f"No topicpartitions to assign as specified value for option "
+                                   f"'assign' is '{value}'")
+        assign = parse_assign(value)
+    elif strategy == "subscribe":
+        topics = tuple(t.strip() for t in value.split(",") if t.strip())
+        if not topics:
+            raise KafkaOptionError(f"No topics to subscribe to as specified value for option "
+                                   f"'subscribe' is '{value}'")
+    else:
+        pattern = value.strip()
+        if not pattern:
+            raise KafkaOptionError(f"Pattern to subscribe is empty as specified value for option "
+                                   f"'subscribePattern' is '{value}'")
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise KafkaOptionError(f"Invalid subscribePattern '{value}': {e}") from None
+
+    min_partitions = _int(opts, "minPartitions", None)
+    if min_partitions is not None and min_partitions <= 0:
+        raise KafkaOptionError("minPartitions must be positive")
+    max_per_trigger = _int(opts, "maxOffsetsPerTrigger", None)
+    if max_per_trigger is not None and max_per_trigger <= 0:
+        raise KafkaOptionError("maxOffsetsPerTrigger must be positive")
+    ts_strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if ts_strategy not in ("error", "latest"):
+        raise KafkaOptionError(f"startingOffsetsByTimestampStrategy must be 'error' or 'latest', "
+                               f"got '{ts_strategy}'")
+    _check_kafka_params(opts, "consumer")
+    fetch_max = _int(opts, "kafka.fetch.max.bytes", 16 << 20)
+    return SourceOptions(
+        bootstrap_servers=opts["kafka.bootstrap.servers"].strip(), strategy=strategy,
+        topics=topics, pattern=pattern, assign=assign, starting=starting, ending=ending,
+        max_offsets_per_trigger=max_per_trigger, min_partitions=min_partitions,
+        fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
+        include_headers=_bool(opts, "includeHeaders", False),
+        starting_timestamp_strategy=ts_strategy, fetch_max_bytes=fetch_max,
+        request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000))
+
+
+_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """Validate writer ``options`` (``topic``, ``kafka.*`` producer settings).
+
+    >>> parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "t",
+    ...                     "kafka.compression.type": "lz4"}).compression
+    3
+    """
+    opts = _lower(options)
+    _check_kafka_params(opts, "producer")
+    codec = opts.get("kafka.compression.type", "none").strip().lower()
+    if codec not in _CODECS:
+        raise KafkaOptionError(f"Invalid value {codec} for configuration compression.type: "
+                               f"String must be one of: {', '.join(_CODECS)}")
+    acks = opts.get("kafka.acks", "all").strip().lower()
+    if acks not in ("all", "-1", "0", "1"):
+        raise KafkaOptionError(f"Invalid value {acks} for configuration acks: "
+                               f"String must be one of: all, -1, 0, 1")
+    topic = opts.get("topic")
+    return SinkOptions(bootstrap_servers=opts["kafka.bootstrap.servers"].strip(),
+                       topic=topic.strip() if topic else None, compression=_CODECS[codec],
+                       batch_records=_int(opts, "kafka.batch.records", 10_000),
+                       acks=-1 if acks == "all" else int(acks), request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000),
+                       include_headers=_bool(opts, "includeHeaders", True))
