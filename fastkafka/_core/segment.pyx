@@ -28,7 +28,7 @@ cdef extern from "<fcntl.h>":
 cdef enum:
     GIL_RELEASE_BYTES = 16384   # below this a write is faster than releasing and retaking the GIL
     HEADER_NEEDED = 43          # through maxTimestamp
-    SCAN_CHUNK = 8192           # one pread usually covers an index interval's worth of headers
+    SCAN_CHUNK = 4096 + 64      # one pread usually covers an index interval's worth of headers
 
 
 cdef inline int64_t _be64(const unsigned char* p) noexcept nogil:
@@ -235,6 +235,21 @@ cdef class SegmentFile:
         if self.scan(start, end, target_offset, INT64_MIN, &b):
             return (b.position, b.base_offset, b.last_offset, b.max_timestamp, b.size)
         return None
+
+    def region(self, OffsetIndex index not None, int64_t target_offset, int64_t max_bytes, int64_t end,
+               bint min_one_message=True):
+        """The fetch path in one call: (position, length) of the bytes to send for a read from the
+        batch containing ``target_offset`` — at most ``max_bytes`` (may end inside a batch) but the
+        whole first batch when ``min_one_message`` (KIP-74) — bounded by ``end``; None if no batch
+        at or after the offset lies below ``end``. Thread-safe against an append (see find_batch)."""
+        cdef BatchPos b
+        cdef int64_t length
+        if not self.scan(index.floor_position(target_offset), end, target_offset, INT64_MIN, &b):
+            return None
+        length = end - b.position
+        if max_bytes < length:
+            length = b.size if min_one_message and max_bytes < b.size else max_bytes
+        return (b.position, length)
 
     def close(self):
         """Close the descriptor (idempotent). Not thread-safe with other calls on this object."""

@@ -1,10 +1,15 @@
-"""The descriptor budget: an LRU of open segment files shared by every partition of a LogManager.
+"""The descriptor budget: the open segment files of every partition of a LogManager, bounded.
 
 Budget: at most ``log.max.open.files`` segment files are held open by the cache (active segments
 included: they are reopened on the next append). Index files are mmap'd and closed right after
 mapping, so they cost no descriptor. A file evicted while a fetch still holds its FetchRegion stays
 open until that region is dropped (the SegmentFile closes when collected), so a reader never sees
 a descriptor reused under it; the true count is the budget plus in-flight fetch regions.
+
+Eviction is CLOCK (second chance), not strict LRU: a hit costs the reader one attribute store
+(``owner._ref = True``) instead of a locked reorder — the fetch path does one per lookup.
+
+Owners are LogSegments: they keep their open file in ``owner._file`` and mark ``owner._ref``.
 
 Example::
 
@@ -15,47 +20,53 @@ Example::
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from typing import Callable
+from typing import Any, Callable
 
 from .._core.segment import SegmentFile
 
 
 class FileCache:
-    """LRU of SegmentFile objects keyed by their owner. Thread-safe."""
+    """Bounded set of open SegmentFiles. Thread-safe."""
 
     def __init__(self, max_open: int = 1000):
         self.max_open = max_open
-        self._lru: OrderedDict[object, SegmentFile] = OrderedDict()
+        self._entries: dict[Any, SegmentFile] = {}   # insertion order = the clock hand's order
         self._lock = threading.Lock()
         self.opens = 0
 
     @property
     def open_count(self) -> int:
-        return len(self._lru)
+        return len(self._entries)
 
-    def get(self, owner: object, opener: Callable[[], SegmentFile]) -> SegmentFile:
+    def get(self, owner: Any, opener: Callable[[], SegmentFile]) -> SegmentFile:
+        """The owner's open file, opening it (and evicting another) if needed."""
         with self._lock:
-            f = self._lru.get(owner)
+            f = self._entries.get(owner)
             if f is not None:
-                self._lru.move_to_end(owner)
+                owner._file = f
                 return f
         f = opener()
         with self._lock:
-            other = self._lru.get(owner)
+            other = self._entries.get(owner)
             if other is not None:        # lost a race: keep the first, ours closes when dropped
-                self._lru.move_to_end(owner)
+                owner._file = other
                 return other
-            self._lru[owner] = f
+            self._entries[owner] = f
+            owner._file = f
+            owner._ref = True
             self.opens += 1
-            while len(self._lru) > self.max_open:
-                self._lru.popitem(last=False)  # dropped, not closed: see the module docstring
+            while len(self._entries) > self.max_open:
+                victim = next(iter(self._entries))
+                vf = self._entries.pop(victim)
+                if victim._ref and victim is not owner:
+                    victim._ref = False          # second chance: to the back of the clock
+                    self._entries[victim] = vf
+                else:
+                    victim._file = None          # dropped, not closed: see the module docstring
         return f
 
-    def peek(self, owner: object) -> SegmentFile | None:
+    def forget(self, owner: Any) -> SegmentFile | None:
+        """Drop the owner's file from the cache (it closes once nobody holds it)."""
         with self._lock:
-            return self._lru.get(owner)
-
-    def forget(self, owner: object) -> SegmentFile | None:
-        with self._lock:
-            return self._lru.pop(owner, None)
+            owner._file = None
+            return self._entries.pop(owner, None)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+from bisect import bisect_right
 from typing import Callable, NamedTuple
 
 from .. import errors
@@ -67,6 +68,11 @@ class FetchRegion(NamedTuple):
     def read_bytes(self) -> bytes:
         """The region's bytes (tests and tools; the server sendfiles instead)."""
         return b"" if self.file is None else self.file.read(self.position, self.length)
+
+
+def _region(fields: tuple) -> FetchRegion:
+    # tuple.__new__ skips the NamedTuple's Python-level __new__: the fetch path builds one per read
+    return tuple.__new__(FetchRegion, fields)
 
 
 def parse_topic_partition(dir_name: str) -> tuple[str, int]:
@@ -272,19 +278,19 @@ class Log:
 
             >>> r = log.read(0, 1 << 20); os.sendfile(sock, r.fileno(), r.position, r.length)  # doctest: +SKIP
         """
-        segs, bases = snap = self._segments.snapshot()
+        segs, bases = self._segments.snapshot()
         hw = self._high_watermark
         leo = self._next_offset
         lso = self.log_start_offset
         if offset < lso or offset > leo:
             raise errors.OffsetOutOfRangeError(
                 f"offset {offset} is outside [{lso}, {leo}] of {self.topic}-{self.partition}")
-        limit = leo if max_offset is None else min(max_offset, leo)
+        limit = leo if max_offset is None or max_offset > leo else max_offset
         if offset >= limit:
-            return FetchRegion(None, 0, 0, hw, lso)
-        i = LogSegments.floor_index(snap, offset)
+            return _region((None, 0, 0, hw, lso))
+        i = bisect_right(bases, offset) - 1
         try:
-            while 0 <= i < len(segs):
+            while i < len(segs):
                 seg = segs[i]
                 end = seg.size
                 if limit < leo and (i + 1 == len(segs) or bases[i + 1] > limit):
@@ -292,12 +298,12 @@ class Log:
                     end = end if p is None else p
                 r = seg.read(offset, max_bytes, end, min_one_message)
                 if r is not None:
-                    return FetchRegion(r[0], r[1], r[2], hw, lso)
+                    return _region((r[0], r[1], r[2], hw, lso))
                 i += 1   # offset past this segment's last batch (compacted away or at its end)
         except FileNotFoundError:
             raise errors.OffsetOutOfRangeError(
                 f"offset {offset} of {self.topic}-{self.partition} was deleted while reading") from None
-        return FetchRegion(None, 0, 0, hw, lso)
+        return _region((None, 0, 0, hw, lso))
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets: (offset, timestamp) of the first record with timestamp >= ``timestamp``;

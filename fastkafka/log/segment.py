@@ -69,6 +69,8 @@ class LogSegment:
         self._open_lock = threading.Lock()
         self.deleted = False
         self._pinned: SegmentFile | None = None
+        self._file: SegmentFile | None = None    # managed by the FileCache (see files.py)
+        self._ref = False                         # CLOCK reference bit for the FileCache
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path!r}, size={self.size}, active={self.active})"
@@ -76,9 +78,10 @@ class LogSegment:
     # --- lazily opened files ---
     def file(self) -> SegmentFile:
         """The open .log file (through the shared LRU). Thread-safe."""
-        if self._pinned is not None:
-            return self._pinned
-        f = self._files.get(self, self._open_file)
+        f = self._file
+        if f is None:
+            f = self._pinned if self._pinned is not None else self._files.get(self, self._open_file)
+        self._ref = True
         if self.active and f.size != self.size:
             f.set_size(self.size)    # a handle opened by a reader mid-write: append at our end
         return f
@@ -253,15 +256,13 @@ class LogSegment:
         (default: the published size). None when no batch at or after ``offset`` is here."""
         if end is None:
             end = self.size
-        f = self.file()
-        b = f.locate(self.offset_index(), offset, end)
-        if b is None:
-            return None
-        pos, size = b[0], b[4]
-        length = min(max_bytes, end - pos)
-        if min_one_message and length < size:
-            length = size
-        return f, pos, length
+        f = self._file
+        if f is None or self.active:
+            f = self.file()
+        else:
+            self._ref = True
+        r = f.region(self._offset_index or self.offset_index(), offset, max_bytes, end, min_one_message)
+        return None if r is None else (f, r[0], r[1])
 
     def next_offset(self) -> int:
         """Offset after the last batch (base_offset when empty): a walk from the last index entry."""
@@ -315,6 +316,7 @@ class LogSegment:
         self.time_index()
         self._pinned = f
         self._files.forget(self)
+        self._file = f
 
     # --- deletion ---
     def rename_to_deleted(self) -> None:
