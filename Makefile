@@ -33,8 +33,11 @@ debian:
 test: debian build
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
+# Each bench/bench_*.py is a script that prints its figures as ratios against a limit measured in the
+# same run; bench/RESULTS.md records them with their commands. BENCH=name runs one.
+BENCH ?= *
 bench: build
-	$(VPY) -m pytest bench -p no:randomly --benchmark-only --benchmark-columns=min,median,ops -q $(PYTEST_ARGS)
+	@for f in bench/bench_$(BENCH).py; do echo "== $$f"; $(VPY) $$f || exit 1; done
 
 serve: build
 	$(VPY) -m fastkafka serve --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs=./data
