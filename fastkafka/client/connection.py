@@ -67,7 +67,8 @@ class BrokerConnection:
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
         self.connect_timeout = connect_timeout_ms / 1000
-        self.versions: dict[int, int] = {}
+        self.versions: dict[int, int] = {}                 # negotiated version per API
+        self.ranges: dict[int, tuple[int, int]] = {}       # the broker's (min, max) per API
         self._sock: socket.socket | None = None
         self._corr = 0
         self._in_flight: collections.deque = collections.deque()  # (corr, api, version)
@@ -105,8 +106,8 @@ class BrokerConnection:
             resp = self.request(ApiKey.API_VERSIONS, {})
             if resp.error_code:
                 raise errors.for_code(resp.error_code)("ApiVersions failed")
-            self.versions = negotiate({k.api_key: (k.min_version, k.max_version)
-                                       for k in resp.api_keys})
+            self.ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            self.versions = negotiate(self.ranges)
         except BaseException:
             self.close()
             raise
