@@ -1,0 +1,65 @@
+"""PySpark data source ``fastkafka``: Spark's Kafka source and sink, served by fastkafka.
+
+Importing this package registers the format with the active SparkSession, if there is one;
+otherwise call :func:`register`. Options and schema are those of Spark's own Kafka connector.
+
+Example::
+
+    import fastkafka.spark
+    fastkafka.spark.register(spark)      # or: spark.dataSource.register(fastkafka.spark.FastKafkaSource)
+    df = (spark.read.format("fastkafka").option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "orders").load())
+    df.selectExpr("CAST(value AS STRING)").show()
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from .source import FastKafkaSource, spark_schema
+
+__all__ = ["FastKafkaSource", "spark_schema", "register", "setup_environment", "local_session"]
+
+
+def setup_environment(local: bool = False) -> None:
+    """Point Spark's Python workers at this interpreter (which can import fastkafka); with
+    ``local`` also bind Spark to loopback. Variables already set are left alone."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def register(spark) -> None:
+    """Register ``format("fastkafka")`` with ``spark`` (a SparkSession)."""
+    spark.dataSource.register(FastKafkaSource)
+
+
+def local_session(app_name: str = "fastkafka", master: str = "local[2]", **conf):
+    """A local SparkSession with the UI off and few shuffle partitions, ``fastkafka`` registered.
+
+    ``conf`` keys use ``_`` for ``.`` (``sql_shuffle_partitions=4``)."""
+    setup_environment(local=True)
+    from pyspark.sql import SparkSession
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "4"))
+    for key, value in conf.items():
+        builder = builder.config("spark." + key.replace("_", "."), str(value))
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+def _register_with_active_session() -> None:
+    setup_environment()
+    try:
+        from pyspark.sql import SparkSession
+        spark = SparkSession.getActiveSession()
+    except Exception:  # no JVM yet, or pyspark too old: registration is then explicit
+        return
+    if spark is not None:
+        register(spark)
+
+
+_register_with_active_session()
