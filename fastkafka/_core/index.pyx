@@ -11,9 +11,9 @@
 #
 # Thread-safety: one writer (the Log holding its lock) appends/truncates; readers call lookup
 # concurrently. An entry is written before `entries` is bumped, so a reader sees whole entries.
-# trim/resize/close remap and must only run when no reader uses the index (the Log does them on
-# segments it has just taken out of, or not yet put into, the readers' snapshot... or accepts that
-# a concurrent lookup sees the old mapping, which stays valid until munmap: see LogSegment).
+# trim keeps the mapping (so a roll never pulls it from under a reader); resize and close unmap and
+# must only run when no other thread uses the object (truncation, shutdown). An index dropped by
+# its segment is unmapped when collected, i.e. after the last reader holding it lets go.
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, INT32_MAX
 from libc.string cimport memset
 from libc.errno cimport errno
@@ -131,17 +131,20 @@ cdef class _MmapIndex:
         self.entries = 0
 
     def trim(self):
-        """Shrink the file to its entries (on roll); the index is then full and read-only.
-        Writer only, and not concurrently with lookups on this object."""
-        if not self.writable:
+        """Shrink the file to its entries (on roll); the index is then full. Writer only.
+
+        The mapping is kept as it is: lock-free readers may be inside a lookup right now, and
+        they only touch slots below ``entries``, which stay inside the file. (Touching a page
+        wholly past the new end of file would fault, so nothing does.)"""
+        if not self.writable or self.map == NULL:
             return
-        self._unmap()
-        self.max_index_size = self.entries * self.entry_size
-        self._map(self.max_index_size)
+        cdef Py_ssize_t length = self.entries * self.entry_size
+        os.truncate(self.path, length)
+        self.max_index_size = length
 
     def resize(self, Py_ssize_t max_index_size):
         """Grow (or shrink, never below the entries) the preallocated size: a segment made active
-        again. Same thread rules as trim."""
+        again. Remaps: not safe while another thread runs a lookup on this object."""
         if not self.writable:
             raise ValueError("read-only index")
         max_index_size -= max_index_size % self.entry_size
@@ -156,7 +159,8 @@ cdef class _MmapIndex:
                 raise OSError(errno, os.strerror(errno), self.path)
 
     def close(self):
-        """Unmap; a writable index is trimmed first so its length gives its entries on reopen."""
+        """Unmap; a writable index is trimmed first so its length gives its entries on reopen.
+        Not safe while another thread runs a lookup on this object (shutdown, truncation)."""
         if self.writable and self.map != NULL:
             self.trim()
         self._unmap()

@@ -190,7 +190,7 @@ class Log:
             try:
                 nxt = _records.assign_offsets(mv, base, leader_epoch, append_time)
                 seg = self._maybe_roll(n, base, nxt - 1, now)
-                seg.append(mv, nxt - 1, append_time if append_time >= 0 else v.max_timestamp)
+                seg.append(mv, nxt - 1, append_time if append_time >= 0 else v.max_timestamp, v.batch_count)
             except OSError as e:
                 raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
             self._next_offset = nxt
@@ -215,7 +215,8 @@ class Log:
         if seg.size > 0 and (
                 seg.size + n > cfg.segment_bytes
                 or now - seg.created_ms >= cfg.segment_ms
-                or seg.offset_index().is_full or seg.time_index().is_full
+                or (seg._offset_index or seg.offset_index()).is_full
+                or (seg._time_index or seg.time_index()).is_full
                 or last_offset - seg.base_offset > INT32_MAX):
             return self.roll(first_offset, now)
         return seg

@@ -162,26 +162,29 @@ class LogSegment:
         self._max_timestamp, self._offset_of_max_timestamp = max_ts, off_of_max
         self.bytes_since_last_index_entry = since
 
-    def append(self, buf, last_offset: int, max_timestamp: int) -> int:
+    def append(self, buf, last_offset: int, max_timestamp: int, batch_count: int = 0) -> int:
         """Write stamped batches (``buf``) at the end; returns their position. Writer only.
 
-        ``last_offset``/``max_timestamp`` describe the whole buffer; per-batch index entries are
-        worked out only when this append crosses ``index.interval.bytes``.
+        ``last_offset``/``max_timestamp`` describe the whole buffer (``batch_count`` batches, 0 if
+        unknown); per-batch index entries are worked out only when this append crosses
+        ``index.interval.bytes`` and holds more than one batch.
         """
         f = self.file()
-        oi = self.offset_index()
-        ti = self.time_index()
+        oi = self._offset_index or self.offset_index()
+        ti = self._time_index or self.time_index()
         if self._max_timestamp is None:
             self._load_max_timestamp()
         pos = f.append(buf)
-        n = len(buf) if not isinstance(buf, memoryview) else buf.nbytes
-        if self.bytes_since_last_index_entry + n > self.config.index_interval_bytes:
-            self._index_batches(oi, ti, [(pos + p, b, last, ts, size)
-                                         for p, b, last, ts, size in batch_index(buf, check_crc=False)])
-        else:
+        n = f.size - pos
+        if self.bytes_since_last_index_entry + n <= self.config.index_interval_bytes:
             self.bytes_since_last_index_entry += n
             if max_timestamp > self._max_timestamp:
                 self._max_timestamp, self._offset_of_max_timestamp = max_timestamp, last_offset
+        elif batch_count == 1:
+            self._index_batches(oi, ti, ((pos, 0, last_offset, max_timestamp, n),))
+        else:
+            self._index_batches(oi, ti, [(pos + p, b, last, ts, size)
+                                         for p, b, last, ts, size in batch_index(buf, check_crc=False)])
         self.size = pos + n     # publish last: readers bound themselves by it
         return pos
 
