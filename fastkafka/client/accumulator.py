@@ -62,6 +62,7 @@ class RecordAccumulator:
             p = self._parts.get(tp)
             if p is None:
                 p = self._parts[tp] = _Pending(time.monotonic())
+                self.cond.notify_all()   # the sender may sleep without a deadline: give it one
             p.records.extend(records)
             p.nbytes += nbytes
             self.queued += n

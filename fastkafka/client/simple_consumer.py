@@ -95,6 +95,12 @@ class MessageSet:
         """False when the buffer holds bytes but no whole batch (a message larger than it)."""
         return not (len(self.buffer) and self._valid().batch_count == 0)
 
+    def first_batch_size(self) -> int:
+        """Size of the first batch as its header declares it (0 without a whole header)."""
+        if len(self.buffer) < records.BATCH_OVERHEAD:
+            return 0
+        return records.read_header(self.buffer).size
+
     @property
     def next_offset(self) -> int:
         v = self._valid()
@@ -175,8 +181,12 @@ class SimpleConsumer:
             again = []
             for i, ms in zip(todo, got):
                 results[i] = ms
-                if ms.error is None and not ms.complete:
-                    if sizes[i] >= self.max_buffer_size:
+                if ms.error is not None:
+                    continue
+                # A broker following KIP-74 returns a whole oversized first batch; the seeds'
+                # bound on what a client ever needs to read still applies to it.
+                if not ms.complete or ms.first_batch_size() > self.max_buffer_size:
+                    if sizes[i] >= self.max_buffer_size or ms.complete:
                         ms.error = errors.MessageTooLargeError(
                             f"{ms.topic}-{ms.partition}@{ms.offset}: a batch larger than "
                             f"max_buffer_size={self.max_buffer_size}")
