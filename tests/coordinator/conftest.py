@@ -1,0 +1,14 @@
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
+from brokers import running_broker  # noqa: E402
+
+
+@pytest.fixture
+def broker(tmp_path):
+    """In-process broker; rebalances start at once (group.initial.rebalance.delay.ms=0)."""
+    with running_broker(tmp_path / "data", group_initial_rebalance_delay_ms=0) as b:
+        yield b
