@@ -105,8 +105,8 @@ class SinkOptions:
 
     bootstrap_servers: str
     topic: str | None = None
-    compression: int = 0
-    batch_records: int = 10_000
+    compression: str = "none"
+    max_request_size: int = 1 << 20
     acks: int = -1
     request_timeout_ms: int = 30_000
     include_headers: bool = True
@@ -318,15 +318,15 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000))
 
 
-_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Validate writer ``options`` (``topic``, ``kafka.*`` producer settings).
 
     >>> parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "t",
-    ...                     "kafka.compression.type": "lz4"}).compression
-    3
+    ...                     "kafka.compression.type": "LZ4"}).compression
+    'lz4'
     """
     opts = _lower(options)
     _check_kafka_params(opts, "producer")
@@ -340,7 +340,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
                                f"String must be one of: all, -1, 0, 1")
     topic = opts.get("topic")
     return SinkOptions(bootstrap_servers=opts["kafka.bootstrap.servers"].strip(),
-                       topic=topic.strip() if topic else None, compression=_CODECS[codec],
-                       batch_records=_int(opts, "kafka.batch.records", 10_000),
+                       topic=topic.strip() if topic else None, compression=codec,
+                       max_request_size=_int(opts, "kafka.max.request.size", 1 << 20),
                        acks=-1 if acks == "all" else int(acks), request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000),
                        include_headers=_bool(opts, "includeHeaders", True))

@@ -102,7 +102,7 @@ def test_assign_and_pattern():
 
 def test_sink_options():
     s = parse_sink_options({**BASE, "topic": "out", "kafka.acks": "1"})
-    assert (s.topic, s.acks, s.compression) == ("out", 1, 0)
+    assert (s.topic, s.acks, s.compression) == ("out", 1, "none")
     with pytest.raises(KafkaOptionError, match="'key.serializer' is not supported"):
         parse_sink_options({**BASE, "kafka.key.serializer": "x"})
     with pytest.raises(KafkaOptionError, match="configuring Kafka producer"):
