@@ -197,7 +197,7 @@ def bench_flush(total: int = 256 << 20, rounds: int = 3) -> list[str]:
         fig, ax = plt.subplots(figsize=(7, 3.5))
         ax.bar(names, [best[n][0] / 1e9 for n in names], color=["grey"] + ["C0"] * 4 + ["C1"] * 3)
         ax.set_ylabel("append throughput, GB/s")
-        ax.set_title("Log.append with flush.messages (M) / flush.ms (S), 10 x 1 KiB records per batch")
+        ax.set_title("Log.append vs flush policy (M = flush.messages, S = flush.ms)", fontsize=10)
         for i, n in enumerate(names):
             ax.text(i, best[n][0] / 1e9, f"{best[n][0] / base:.2f}x", ha="center", va="bottom", fontsize=8)
         fig.tight_layout()
