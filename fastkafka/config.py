@@ -257,6 +257,19 @@ define("group.initial.rebalance.delay.ms", INT, 3000, at_least(0), "Wait this lo
 define("producer.id.block.size", INT, 1000, at_least(1), "fastkafka only: producer ids reserved (persisted) at a time, so ids stay unique across restarts.")
 
 
+# --- cluster mode on ZooKeeper (owned by fastkafka.cluster; issue 8). Unset zookeeper.connect = embedded ---
+define("zookeeper.connect", STRING, "", None, "host:port[,host:port...][/chroot] of the ZooKeeper "
+       "ensemble; set, the broker joins a cluster (empty: embedded single-broker mode).")
+define("zookeeper.session.timeout.ms", INT, 18000, at_least(1), "ZooKeeper session timeout: a broker "
+       "silent this long loses its ephemeral registration and its partitions' leadership.")
+define("zookeeper.connection.timeout.ms", INT, None, at_least(1), "How long start-up waits to connect "
+       "to ZooKeeper (default: zookeeper.session.timeout.ms).")
+define("zookeeper.max.in.flight.requests", INT, 10, at_least(1), "Accepted for compatibility.")
+define("zookeeper.set.acl", BOOLEAN, False, None, "Accepted for compatibility (no ACLs are set).")
+define("broker.rack", STRING, None, None, "Rack of this broker, written to its registration.")
+define("cluster.metadata.wait.ms", INT, 10000, at_least(0), "fastkafka only: how long CreateTopics and "
+       "CreatePartitions wait for the controller to elect the new partitions' leaders.")
+
 class KafkaConfig(Mapping[str, Any]):
     """Validated broker properties: every declared key, its default when not given.
 

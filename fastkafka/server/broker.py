@@ -33,6 +33,7 @@ from .handlers import HANDLERS, advertised_apis
 from .purgatory import Purgatory
 from .request_channel import RequestChannel
 from .socket_server import ListenerError, SocketServer, parse_listener
+from .cluster_topics import ClusterTopicManager
 from .topics import TopicManager
 
 __all__ = ["Broker", "BrokerStartupError"]
@@ -63,6 +64,7 @@ class Broker:
         self.broker_id: int = config["broker.id"]
         self.logs: LogManager | None = None
         self.metadata: EmbeddedMetadata | None = None
+        self.cluster = None  # ClusterNode when zookeeper.connect is set (cluster mode)
         self.topics: TopicManager | None = None
         self.fetch_purgatory: Purgatory | None = None
         self.socket_server: SocketServer | None = None
@@ -96,17 +98,30 @@ class Broker:
         except ListenerError as e:
             raise BrokerStartupError(str(e)) from None
         try:
+            if cfg["zookeeper.connect"]:
+                self._join_cluster()  # fails fast: ZooKeeper unreachable, broker.id in use
             self.logs = LogManager(cfg)
-            self.metadata = EmbeddedMetadata(cfg.log_dirs[0])
             self.fetch_purgatory = Purgatory("fetch")
-            self.topics = TopicManager(cfg, self.logs, self.metadata, self.fetch_purgatory)
+            if self.cluster is None:
+                self.metadata = EmbeddedMetadata(cfg.log_dirs[0])
+                self.topics = TopicManager(cfg, self.logs, self.metadata, self.fetch_purgatory)
+            else:
+                self.metadata = self.cluster.metadata
+                self.topics = ClusterTopicManager(cfg, self.logs, self.metadata, self.fetch_purgatory)
             self.topics.load()
+            if self.cluster is not None:
+                self._register()
         except BaseException:
             self.socket_server.shutdown(0.1)
+            if self.cluster is not None:
+                self.cluster.stop()
             if self.logs is not None:
                 self.logs.shutdown()
             raise
-        coordination.start(self)  # group coordinator: __consumer_offsets, loads in the background
+        if self.cluster is None:
+            # group coordinator: __consumer_offsets, loads in the background. In cluster mode
+            # it starts on the first group request, so the topic spreads over the brokers up by then
+            coordination.start(self)
         self.socket_server.start()
         self._started = True
         log.info("broker %d started (cluster id %s, %d topics, log dirs %s)", self.broker_id,
@@ -123,10 +138,33 @@ class Broker:
         # answer waiting fetches first so draining processors are not held by them
         self.fetch_purgatory.shutdown()
         coordination.stop(self)  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
+        if self.cluster is not None:
+            self.cluster.stop()  # step down and deregister first: clients move on at once
         self.socket_server.shutdown(timeout)
         self._channel.shutdown(timeout)
         self.logs.shutdown()
         log.info("broker %d stopped", self.broker_id)
+
+    # --- cluster mode ---
+    def _join_cluster(self) -> None:
+        from fastkafka.cluster.node import ClusterNode, ClusterStartupError  # noqa: PLC0415 (needs kazoo)
+        node = ClusterNode(self.config)
+        try:
+            node.connect()
+        except ClusterStartupError as e:
+            raise BrokerStartupError(str(e)) from None
+        self.cluster = node
+
+    def _register(self) -> None:
+        from fastkafka.cluster.node import ClusterStartupError  # noqa: PLC0415
+        endpoints = []
+        for name, _, _ in (parse_listener(s) for s in self.config["listeners"]):
+            host, port = self.endpoint(name)
+            endpoints.append(f"{name}://{host}:{port}")
+        try:
+            self.cluster.register(endpoints)
+        except ClusterStartupError as e:
+            raise BrokerStartupError(str(e)) from None
 
     # --- what handlers ask the broker ---
     @property

@@ -51,6 +51,10 @@ class TopicManager:
             raise errors.UnknownTopicOrPartitionError(f"{topic}-{partition} is not on this broker")
         return lg
 
+    def live_brokers(self):
+        """Brokers new replicas may be placed on: this one (cluster mode: every registered broker)."""
+        return (self.config["broker.id"],)
+
     def get(self, topic: str) -> TopicInfo | None:
         return self._metadata.get(topic)
 
@@ -99,12 +103,14 @@ class TopicManager:
             if num_partitions != -1 or replication_factor != -1:
                 raise errors.InvalidRequestError(
                     "Both numPartitions or replicationFactor and replicasAssignments were set.")
+            live = self.live_brokers()
             for i, a in enumerate(sorted(assignments, key=lambda a: a.partition_index)):
                 if a.partition_index != i:
                     raise errors.InvalidReplicaAssignmentError("partitions must be numbered 0..n-1")
-                if list(a.broker_ids) != [self.config["broker.id"]]:
+                ids = list(a.broker_ids)
+                if not ids or len(set(ids)) != len(ids) or any(b not in live for b in ids):
                     raise errors.InvalidReplicaAssignmentError(
-                        f"replicas {list(a.broker_ids)} name brokers other than {self.config['broker.id']}")
+                        f"replicas {ids} must be distinct live brokers (live: {sorted(live)})")
             num_partitions = len(assignments)
         else:
             if num_partitions == -1:
@@ -115,9 +121,9 @@ class TopicManager:
                 raise errors.InvalidPartitionsError("Number of partitions must be larger than 0.")
             if replication_factor <= 0:
                 raise errors.InvalidReplicationFactorError("Replication factor must be larger than 0.")
-            if replication_factor > 1:
-                raise errors.InvalidReplicationFactorError(
-                    f"Replication factor: {replication_factor} larger than available brokers: 1.")
+            if replication_factor > len(self.live_brokers()):
+                raise errors.InvalidReplicationFactorError(f"Replication factor: {replication_factor} "
+                                                           f"larger than available brokers: {len(self.live_brokers())}.")
         return num_partitions, self.validate_configs(configs)
 
     def create(self, name: str, num_partitions: int = -1, replication_factor: int = -1,

@@ -6,6 +6,11 @@ on and the request allows it (``allow_auto_topic_creation``, v4+; always before 
 returned at once with its partitions: in embedded mode the partitions exist as soon as the call
 returns, so there is nothing to wait for (Kafka answers LEADER_NOT_AVAILABLE here and lets the
 client retry).
+
+Cluster mode (``zookeeper.connect``): the brokers are every registered broker, the controller is
+the elected one, and each partition carries the leader, replicas and ISR the controller wrote; a
+partition without a leader answers LEADER_NOT_AVAILABLE so clients retry. Auto-creation waits
+(bounded) for the controller to elect the new partitions' leaders.
 """
 from __future__ import annotations
 
@@ -17,13 +22,32 @@ from ..topics import INTERNAL_TOPICS
 __all__ = ["handle_metadata"]
 
 _NONE = 0
+_NO_LEADER = errors.LeaderNotAvailableError.code
+
+
+def _cluster_partitions(resp_cls, metadata, info):
+    """Cluster mode: each partition's leader, replicas and ISR as the controller last wrote them."""
+    live = metadata.brokers()
+    parts = []
+    for p in range(info.partitions):
+        view = metadata.partition(info.name, p)
+        if view is None:
+            continue
+        parts.append(resp_cls.Topics.Partitions(
+            error_code=_NONE if view.leader >= 0 else _NO_LEADER, partition_index=p, leader_id=view.leader,
+            leader_epoch=view.leader_epoch, replica_nodes=list(view.replicas), isr_nodes=list(view.isr),
+            offline_replicas=[r for r in view.replicas if r not in live]))
+    return parts
 
 
 def _topic(resp_cls, broker, info, version):
     me = broker.broker_id
-    parts = [resp_cls.Topics.Partitions(error_code=_NONE, partition_index=p, leader_id=me, leader_epoch=0,
-                                        replica_nodes=[me], isr_nodes=[me], offline_replicas=[])
-             for p in range(info.partitions)]
+    if getattr(broker, "cluster", None) is not None:
+        parts = _cluster_partitions(resp_cls, broker.metadata, info)
+    else:
+        parts = [resp_cls.Topics.Partitions(error_code=_NONE, partition_index=p, leader_id=me, leader_epoch=0,
+                                            replica_nodes=[me], isr_nodes=[me], offline_replicas=[])
+                 for p in range(info.partitions)]
     return resp_cls.Topics(error_code=_NONE, name=info.name, is_internal=info.name in INTERNAL_TOPICS,
                            partitions=parts)
 
@@ -60,10 +84,18 @@ def handle_metadata(ctx, req):
                                                   name=name, partitions=[]))
             else:
                 out_topics.append(_topic(resp_cls, broker, info, version))
+    brokers = [resp_cls.Brokers(node_id=broker.broker_id, host=host, port=port, rack=None)]
+    controller_id = broker.broker_id
+    if getattr(broker, "cluster", None) is not None:  # every live broker, as registered in ZooKeeper
+        brokers, controller_id = [], broker.metadata.controller_id
+        for b in sorted(broker.metadata.brokers().values(), key=lambda b: b.id):
+            ep = b.endpoint(ctx.listener)
+            if ep is not None:
+                brokers.append(resp_cls.Brokers(node_id=b.id, host=ep[0], port=ep[1], rack=b.rack))
     return resp_cls(
         throttle_time_ms=0,
-        brokers=[resp_cls.Brokers(node_id=broker.broker_id, host=host, port=port, rack=None)],
+        brokers=brokers,
         cluster_id=broker.cluster_id,
-        controller_id=broker.broker_id,
+        controller_id=controller_id,
         topics=out_topics,
     )

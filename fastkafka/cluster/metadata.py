@@ -1,0 +1,308 @@
+"""Cluster-mode metadata: every broker's view of the cluster, kept current by ZooKeeper watches.
+
+One :class:`ZkMetadata` per broker mirrors ``/brokers/ids`` (live brokers and their endpoints),
+``/brokers/topics`` (assignments), each partition's ``state`` (leader, epoch, ISR) and the
+``/controller`` election, using kazoo's ``ChildrenWatch``/``DataWatch``. It answers the same
+reads as the embedded store (``topics()``, ``get()``, ``cluster_id``) so the topic manager and
+the handlers treat both modes alike, plus the cluster's own (``brokers()``, ``state()``,
+``controller_id``). Writes go to ZooKeeper only; the cache changes when the watches report
+back, so every broker — the writer included — sees one order of events.
+
+Watches are kept for the life of the broker, also on deleted paths (kazoo's DataWatch becomes
+an exists-watch), so a topic or broker that comes back is noticed without bookkeeping; kazoo
+re-arms them after a reconnect or a new session.
+
+Thread-safe: snapshots are replaced whole under one lock; ``listeners`` are called (on kazoo's
+event thread, so they must be quick) after every change, and :meth:`wait_until` blocks until a
+predicate over the cache holds.
+
+Example::
+
+    >>> md = ZkMetadata(client, "q1Sh-9_ISia_zwGINzRvyQ"); md.start()     # doctest: +SKIP
+    >>> md.create_topic("orders", 3, {}); md.wait_until(lambda: md.leaders_known("orders"), 5)  # doctest: +SKIP
+    True
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from types import MappingProxyType
+from typing import Callable, Mapping
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+
+from fastkafka import errors
+
+from . import znodes
+from .assignment import assign_replicas
+from .embedded import TopicInfo, validate_topic_name
+
+__all__ = ["ZkMetadata", "PartitionView"]
+
+log = logging.getLogger("fastkafka.cluster")
+
+
+class PartitionView:
+    """What Metadata says about one partition; ``leader`` is -1 while it has none."""
+
+    __slots__ = ("leader", "leader_epoch", "replicas", "isr")
+
+    def __init__(self, leader: int, leader_epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...]):
+        self.leader, self.leader_epoch, self.replicas, self.isr = leader, leader_epoch, replicas, isr
+
+
+def _zk_errors(fn):
+    """ZooKeeper trouble during an admin write is a retriable REQUEST_TIMED_OUT for the client."""
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except KazooException as e:
+            raise errors.RequestTimedOutError(f"ZooKeeper: {type(e).__name__}") from None
+    return wrapper
+
+
+class ZkMetadata:
+    def __init__(self, client: KazooClient, cluster_id: str):
+        self.client = client
+        self.cluster_id = cluster_id
+        self.listeners: list[Callable[[], None]] = []
+        self._cond = threading.Condition()
+        self._brokers: dict[int, znodes.BrokerInfo] = {}
+        self._topics: dict[str, TopicInfo] = {}
+        self._assignments: dict[str, Mapping[int, tuple[int, ...]]] = {}
+        self._states: dict[tuple[str, int], znodes.PartitionState] = {}
+        self._watched: set[str] = set()
+        self.controller_id = znodes.NO_LEADER
+        self._stopped = False
+
+    # --- watches ---
+    def start(self) -> None:
+        """Arm the watches; the cache is complete when this returns (kazoo reads synchronously)."""
+        self.client.ChildrenWatch(znodes.BROKER_IDS, self._on_broker_ids)
+        self.client.ChildrenWatch(znodes.TOPICS, self._on_topics)
+        self.client.ChildrenWatch(znodes.CONTROLLER, self._on_controller)
+
+    def stop(self) -> None:
+        self._stopped = True  # every watch function returns False from now on, which ends it
+
+    def _watch(self, path: str, fn) -> None:
+        if path not in self._watched:
+            self._watched.add(path)
+            self.client.DataWatch(path, fn)
+
+    def _changed(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+        for cb in list(self.listeners):
+            try:
+                cb()
+            except Exception:
+                log.exception("metadata listener failed")
+
+    def _on_broker_ids(self, children) -> bool:
+        if self._stopped:
+            return False
+        for c in children:
+            if c.isdigit():
+                self._watch(znodes.broker_path(int(c)), functools.partial(self._on_broker, int(c)))
+        return True
+
+    def _on_broker(self, broker_id: int, data, _stat) -> bool:
+        if self._stopped:
+            return False
+        with self._cond:
+            brokers = dict(self._brokers)
+            if data is None:
+                brokers.pop(broker_id, None)
+            else:
+                try:
+                    brokers[broker_id] = znodes.BrokerInfo.decode(broker_id, data)
+                except znodes.ZnodeDataError as e:
+                    log.warning("ignoring broker %d: %s", broker_id, e)
+                    brokers.pop(broker_id, None)
+            self._brokers = brokers
+        self._changed()
+        return True
+
+    def _on_topics(self, children) -> bool:
+        if self._stopped:
+            return False
+        for t in children:
+            self._watch(znodes.topic_path(t), functools.partial(self._on_topic, t))
+        return True
+
+    def _on_topic(self, topic: str, data, _stat) -> bool:
+        if self._stopped:
+            return False
+        if data is None:
+            with self._cond:
+                self._topics = {k: v for k, v in self._topics.items() if k != topic}
+                self._assignments = {k: v for k, v in self._assignments.items() if k != topic}
+                self._states = {k: v for k, v in self._states.items() if k[0] != topic}
+            self._changed()
+            return True
+        try:
+            assignment = znodes.TopicAssignment.decode(topic, data)
+        except znodes.ZnodeDataError as e:
+            log.warning("ignoring topic %s: %s", topic, e)
+            return True
+        try:
+            cfg_data, _ = self.client.get(znodes.config_topic_path(topic))
+            configs = znodes.TopicConfig.decode(topic, cfg_data).config
+        except NoNodeError:
+            configs = {}
+        except (znodes.ZnodeDataError, KazooException) as e:
+            log.warning("topic %s: cannot read its config (%s); using broker defaults", topic, e)
+            configs = {}
+        with self._cond:
+            self._topics = dict(self._topics)
+            self._topics[topic] = TopicInfo(topic, assignment.count, MappingProxyType(dict(configs)))
+            self._assignments = dict(self._assignments)
+            self._assignments[topic] = MappingProxyType(dict(assignment.partitions))
+        self._changed()
+        for p in assignment.partitions:
+            self._watch(znodes.state_path(topic, p), functools.partial(self._on_state, topic, p))
+        return True
+
+    def _on_state(self, topic: str, partition: int, data, _stat) -> bool:
+        if self._stopped:
+            return False
+        with self._cond:
+            states = dict(self._states)
+            states.pop((topic, partition), None)
+            if data is not None and topic in self._assignments:
+                try:
+                    states[(topic, partition)] = znodes.PartitionState.decode(
+                        data, znodes.state_path(topic, partition))
+                except (znodes.ZnodeDataError, KeyError, TypeError, ValueError) as e:
+                    log.warning("ignoring state of %s-%d: %s", topic, partition, e)
+            self._states = states
+        self._changed()
+        return True
+
+    def _on_controller(self, _children) -> bool:
+        if self._stopped:
+            return False
+        try:
+            cid = znodes.controller_id(self.client.Election(znodes.CONTROLLER).contenders())
+        except KazooException:
+            cid = znodes.NO_LEADER
+        if cid != self.controller_id:
+            self.controller_id = cid
+            self._changed()
+        return True
+
+    # --- reads (snapshots, no lock) ---
+    def topics(self) -> Mapping[str, TopicInfo]:
+        return MappingProxyType(self._topics)
+
+    def get(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def brokers(self) -> Mapping[int, znodes.BrokerInfo]:
+        """Live brokers by id (those with a registration znode)."""
+        return MappingProxyType(self._brokers)
+
+    def assignment(self, topic: str) -> Mapping[int, tuple[int, ...]]:
+        return self._assignments.get(topic, MappingProxyType({}))
+
+    def state(self, topic: str, partition: int) -> znodes.PartitionState | None:
+        return self._states.get((topic, partition))
+
+    def partition(self, topic: str, partition: int) -> PartitionView | None:
+        """Leader, replicas and ISR of one partition; None if the partition does not exist."""
+        replicas = self._assignments.get(topic, {}).get(partition)
+        if replicas is None:
+            return None
+        st = self._states.get((topic, partition))
+        if st is None:  # assigned, the controller has not elected a leader yet
+            return PartitionView(znodes.NO_LEADER, -1, replicas, ())
+        return PartitionView(st.leader, st.leader_epoch, replicas, st.isr)
+
+    def leader(self, topic: str, partition: int) -> int:
+        st = self._states.get((topic, partition))
+        return st.leader if st is not None else znodes.NO_LEADER
+
+    def leaders_known(self, topic: str, partitions=None) -> bool:
+        """Whether the controller has written a state for ``partitions`` (default: all) of ``topic``."""
+        assigned = self._assignments.get(topic)
+        if assigned is None:
+            return False
+        return all((topic, p) in self._states for p in (partitions if partitions is not None else assigned))
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    # --- writes (ZooKeeper; the cache follows through the watches) ---
+    @_zk_errors
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
+                     replication_factor: int = 1,
+                     assignment: Mapping[int, tuple[int, ...]] | None = None) -> TopicInfo:
+        """Write ``/config/topics/<t>`` and ``/brokers/topics/<t>`` (assigned round-robin unless given)."""
+        validate_topic_name(name)
+        c = self.client
+        if c.exists(znodes.delete_topic_path(name)):
+            raise errors.TopicAlreadyExistsError(f"Topic '{name}' is marked for deletion.")
+        if c.exists(znodes.topic_path(name)):
+            raise errors.TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+        if assignment is None:
+            assignment = assign_replicas(self._brokers, partitions, replication_factor)
+        cfg = znodes.TopicConfig(dict(configs or {})).encode()
+        try:
+            c.create(znodes.config_topic_path(name), cfg, makepath=True)
+        except NodeExistsError:  # left by an earlier topic of this name
+            c.set(znodes.config_topic_path(name), cfg)
+        try:
+            c.create(znodes.topic_path(name), znodes.TopicAssignment(assignment).encode(), makepath=True)
+        except NodeExistsError:
+            raise errors.TopicAlreadyExistsError(f"Topic '{name}' already exists.") from None
+        return TopicInfo(name, len(assignment), MappingProxyType(dict(configs or {})))
+
+    @_zk_errors
+    def delete_topic(self, name: str) -> TopicInfo:
+        """Mark ``name`` for deletion; the controller deletes it."""
+        info = self._topics.get(name)
+        if info is None and not self.client.exists(znodes.topic_path(name)):
+            raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        try:
+            self.client.create(znodes.delete_topic_path(name), b"", makepath=True)
+        except NodeExistsError:
+            pass
+        return info or TopicInfo(name, 0)
+
+    @_zk_errors
+    def set_partitions(self, name: str, count: int) -> TopicInfo:
+        """Grow ``name`` to ``count`` partitions, the new ones assigned round-robin."""
+        for _ in range(5):
+            try:
+                data, stat = self.client.get(znodes.topic_path(name))
+            except NoNodeError:
+                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist") from None
+            current = znodes.TopicAssignment.decode(name, data).partitions
+            if count <= len(current):
+                raise errors.InvalidPartitionsError(
+                    f"Topic currently has {len(current)} partitions, which is higher than or equal "
+                    f"to the requested {count}.")
+            rf = len(next(iter(current.values()))) if current else 1
+            new = dict(current)
+            new.update(assign_replicas(self._brokers, count - len(current), rf,
+                                       start=len(current), first_partition=len(current)))
+            try:
+                self.client.set(znodes.topic_path(name), znodes.TopicAssignment(new).encode(),
+                                version=stat.version)
+            except BadVersionError:
+                continue  # someone else changed it meanwhile: start over from theirs
+            info = self._topics.get(name)
+            return TopicInfo(name, count, info.configs if info else MappingProxyType({}))
+        raise errors.RequestTimedOutError(f"topic {name!r} keeps changing; try again")

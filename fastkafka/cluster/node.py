@@ -1,0 +1,86 @@
+"""A broker's membership of a ZooKeeper cluster, started and stopped in the right order.
+
+Start-up is split in two so the broker can fail fast and register last:
+
+1. :meth:`ClusterNode.connect` — session (``zookeeper.connection.timeout.ms``), persistent
+   layout, cluster id, *refuse a broker.id a live broker holds*, metadata watches;
+2. :meth:`ClusterNode.register` — once the logs are loaded and the listeners bound:
+   ``/brokers/ids/<id>`` (clients may be sent here from now on), then the controller election.
+
+:meth:`ClusterNode.stop` steps down from the election (another broker takes over at once),
+deletes the registration and closes the session.
+
+Example::
+
+    >>> node = ClusterNode(KafkaConfig({"zookeeper.connect": zk, "broker.id": 1}))  # doctest: +SKIP
+    >>> node.connect(); node.register(["PLAINTEXT://127.0.0.1:9092"]); node.stop()  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import logging
+
+from . import session, znodes
+from .controller import Controller
+from .metadata import ZkMetadata
+from .registration import BrokerRegistration
+
+__all__ = ["ClusterNode", "ClusterStartupError"]
+
+ClusterStartupError = session.ClusterStartupError
+
+log = logging.getLogger("fastkafka.cluster")
+
+
+class ClusterNode:
+    def __init__(self, config):
+        self.config = config
+        self.broker_id: int = config["broker.id"]
+        self.client = None
+        self.cluster_id = ""
+        self.metadata: ZkMetadata | None = None
+        self.registration: BrokerRegistration | None = None
+        self.controller: Controller | None = None
+
+    def connect(self) -> None:
+        """Session, layout, cluster id, broker id check, metadata cache (ClusterStartupError on failure)."""
+        self.client = session.connect(self.config)
+        try:
+            session.ensure_layout(self.client)
+            self.cluster_id = session.cluster_id(self.client)
+            probe = BrokerRegistration(self.client, znodes.BrokerInfo(self.broker_id, "", -1))
+            probe.check_free()
+            self.metadata = ZkMetadata(self.client, self.cluster_id)
+            self.metadata.start()
+        except BaseException:
+            self._close()
+            raise
+        log.info("broker %d joined cluster %s via ZooKeeper %s", self.broker_id, self.cluster_id,
+                 self.config["zookeeper.connect"])
+
+    def register(self, endpoints: list[str]) -> None:
+        """Publish ``endpoints`` (``NAME://host:port``) in ``/brokers/ids/<id>``, then contend for controller."""
+        first = endpoints[0].split("://", 1)[1]
+        host, _, port = first.rpartition(":")
+        info = znodes.BrokerInfo(self.broker_id, host, int(port), tuple(endpoints),
+                                 rack=self.config["broker.rack"] or None)
+        self.registration = BrokerRegistration(self.client, info)
+        self.registration.register()
+        self.controller = Controller(self.client, self.broker_id, self.metadata)
+        self.controller.start()
+
+    def stop(self) -> None:
+        if self.controller is not None:
+            self.controller.stop()
+        if self.registration is not None:
+            self.registration.deregister()
+        if self.metadata is not None:
+            self.metadata.stop()
+        self._close()
+
+    def _close(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.stop()
+                self.client.close()
+            except Exception:  # noqa: BLE001 — closing is best effort; the session expires anyway
+                log.debug("closing the ZooKeeper client failed", exc_info=True)

@@ -1,0 +1,350 @@
+"""Every znode fastkafka uses in cluster mode: its path and its JSON, in one place (DESIGN §6).
+
+The layout is the seeds' ("ZooKeeper directories") with the JSON Kafka 2.x writes, so the
+documents below read the same to a person who knows Kafka::
+
+    /cluster/id                                 {"version":"1","id":"q1Sh-9_ISia_zwGINzRvyQ"}
+    /brokers/ids/<id>              ephemeral    {"version":4,"host":"h","port":9092,"jmx_port":-1,
+                                                 "timestamp":"1700000000000",
+                                                 "endpoints":["PLAINTEXT://h:9092"],
+                                                 "listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"}}
+    /brokers/topics/<t>                         {"version":1,"partitions":{"0":[1,2],"1":[2,3]}}
+    /brokers/topics/<t>/partitions/<p>/state    {"version":1,"controller_epoch":3,"leader":1,
+                                                 "leader_epoch":0,"isr":[1]}
+    /controller/<election contender>  ephemeral {"version":1,"brokerid":1,"timestamp":"..."}
+    /controller_epoch                           3
+    /config/topics/<t>                          {"version":1,"config":{"retention.ms":"60000"}}
+    /admin/delete_topics/<t>                    (empty: the controller deletes <t>, then the marker)
+    /consumers/<g>/ids/<consumer id>  ephemeral {"version":1,"subscription":{"t":1},
+                                                 "pattern":"static","timestamp":"..."}
+    /consumers/<g>/owners/<t>/<p>     ephemeral  "<consumer id>-<stream>"
+    /consumers/<g>/offsets/<t>/<p>               "42"
+
+``/controller`` is the one departure: the controller is elected with kazoo's ``Election``
+recipe, whose contenders are ephemeral sequential children of ``/controller`` carrying the JSON
+above, and the controller is the first contender (see :func:`controller_id`).
+
+Every document has a ``version``; a decoder accepts the versions it knows and raises
+:class:`ZnodeDataError` (naming the path) for anything else, so a newer writer is a clear error
+rather than a misread.
+
+Example::
+
+    >>> state = PartitionState(leader=2, leader_epoch=0, isr=(2,), controller_epoch=1)
+    >>> PartitionState.decode(state.encode()) == state
+    True
+    >>> state_path("orders", 3)
+    '/brokers/topics/orders/partitions/3/state'
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Mapping
+
+__all__ = [
+    "ZnodeDataError", "CLUSTER_ID", "BROKER_IDS", "TOPICS", "CONTROLLER", "CONTROLLER_EPOCH",
+    "CONFIG_TOPICS", "DELETE_TOPICS", "CONSUMERS", "PERSISTENT_PATHS",
+    "broker_path", "topic_path", "partitions_path", "partition_path", "state_path",
+    "config_topic_path", "delete_topic_path", "consumer_ids_path", "consumer_id_path",
+    "owners_path", "owner_path", "offsets_path", "offset_path",
+    "ClusterId", "BrokerInfo", "TopicAssignment", "PartitionState", "ControllerInfo",
+    "TopicConfig", "ConsumerRegistration", "encode_controller_epoch", "decode_controller_epoch",
+    "encode_offset", "decode_offset", "controller_id", "NO_LEADER", "now_ms",
+]
+
+NO_LEADER = -1
+
+CLUSTER_ID = "/cluster/id"
+BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CONFIG_TOPICS = "/config/topics"
+DELETE_TOPICS = "/admin/delete_topics"
+CONSUMERS = "/consumers"
+
+#: created (empty) by every broker at start-up so watches have a parent to watch
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, CONTROLLER, CONSUMERS, "/cluster")
+
+
+class ZnodeDataError(ValueError):
+    """A znode's data is not the JSON (or version) this module writes."""
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{int(broker_id)}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}/partitions"
+
+
+def partition_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{int(partition)}"
+
+
+def state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{int(partition)}/state"
+
+
+def config_topic_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{topic}"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
+def consumer_ids_path(group: str) -> str:
+    return f"{CONSUMERS}/{group}/ids"
+
+
+def consumer_id_path(group: str, consumer_id: str) -> str:
+    return f"{CONSUMERS}/{group}/ids/{consumer_id}"
+
+
+def owners_path(group: str, topic: str) -> str:
+    return f"{CONSUMERS}/{group}/owners/{topic}"
+
+
+def owner_path(group: str, topic: str, partition: int) -> str:
+    return f"{CONSUMERS}/{group}/owners/{topic}/{int(partition)}"
+
+
+def offsets_path(group: str, topic: str) -> str:
+    return f"{CONSUMERS}/{group}/offsets/{topic}"
+
+
+def offset_path(group: str, topic: str, partition: int) -> str:
+    return f"{CONSUMERS}/{group}/offsets/{topic}/{int(partition)}"
+
+
+# --- JSON helpers ---
+
+def _dump(doc) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _load(data: bytes | None, what: str, versions: tuple) -> dict:
+    if not data:
+        raise ZnodeDataError(f"{what}: empty znode")
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ZnodeDataError(f"{what}: not JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise ZnodeDataError(f"{what}: expected a JSON object")
+    if doc.get("version") not in versions:
+        raise ZnodeDataError(f"{what}: unsupported version {doc.get('version')!r} (know {versions})")
+    return doc
+
+
+def now_ms() -> str:
+    # Kafka writes timestamps as strings of epoch milliseconds
+    return str(int(time.time() * 1000))
+
+
+# --- documents ---
+
+@dataclass(frozen=True)
+class ClusterId:
+    """``/cluster/id``: created once by the first broker (``version`` is a string, as Kafka writes it)."""
+
+    id: str
+
+    def encode(self) -> bytes:
+        return _dump({"version": "1", "id": self.id})
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> "ClusterId":
+        doc = _load(data, CLUSTER_ID, ("1", 1))
+        return cls(str(doc["id"]))
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """``/brokers/ids/<id>``: where clients reach a live broker.
+
+    >>> b = BrokerInfo(1, "127.0.0.1", 9092, endpoints=("PLAINTEXT://127.0.0.1:9092",))
+    >>> BrokerInfo.decode(1, b.encode()).endpoint("PLAINTEXT")
+    ('127.0.0.1', 9092)
+    """
+
+    id: int
+    host: str
+    port: int
+    endpoints: tuple[str, ...] = ()
+    jmx_port: int = -1
+    timestamp: str = field(default_factory=now_ms, compare=False)
+    rack: str | None = None
+
+    VERSION = 4
+
+    def encode(self) -> bytes:
+        doc = {"version": self.VERSION, "host": self.host, "port": self.port, "jmx_port": self.jmx_port,
+               "timestamp": self.timestamp, "endpoints": list(self.endpoints),
+               "listener_security_protocol_map": {
+                   e.split("://", 1)[0]: "PLAINTEXT" for e in self.endpoints}}
+        if self.rack is not None:
+            doc["rack"] = self.rack
+        return _dump(doc)
+
+    @classmethod
+    def decode(cls, broker_id: int, data: bytes | None) -> "BrokerInfo":
+        doc = _load(data, broker_path(broker_id), (1, 2, 3, 4))
+        return cls(int(broker_id), doc.get("host") or "", int(doc.get("port", -1)),
+                   tuple(doc.get("endpoints", ())), int(doc.get("jmx_port", -1)),
+                   str(doc.get("timestamp", "")), doc.get("rack"))
+
+    def endpoint(self, listener: str) -> tuple[str, int] | None:
+        """(host, port) of the named listener, or None if this broker has none by that name."""
+        for spec in self.endpoints:
+            name, _, rest = spec.partition("://")
+            if name == listener:
+                host, _, port = rest.rpartition(":")
+                return host.strip("[]"), int(port)
+        return None
+
+
+@dataclass(frozen=True)
+class TopicAssignment:
+    """``/brokers/topics/<t>``: the replica list of every partition (the first is the preferred leader).
+
+    >>> a = TopicAssignment({0: (1,), 1: (2,)})
+    >>> TopicAssignment.decode("t", a.encode()).partitions[1]
+    (2,)
+    """
+
+    partitions: Mapping[int, tuple[int, ...]]
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1,
+                      "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())}})
+
+    @classmethod
+    def decode(cls, topic: str, data: bytes | None) -> "TopicAssignment":
+        doc = _load(data, topic_path(topic), (1, 2))
+        try:
+            parts = {int(p): tuple(int(b) for b in r) for p, r in doc["partitions"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ZnodeDataError(f"{topic_path(topic)}: bad partitions map") from None
+        return cls(parts)
+
+    @property
+    def count(self) -> int:
+        return len(self.partitions)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """``/brokers/topics/<t>/partitions/<p>/state``, written by the controller."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "controller_epoch": self.controller_epoch, "leader": self.leader,
+                      "leader_epoch": self.leader_epoch, "isr": list(self.isr)})
+
+    @classmethod
+    def decode(cls, data: bytes | None, what: str = "partition state") -> "PartitionState":
+        doc = _load(data, what, (1,))
+        return cls(int(doc["leader"]), int(doc["leader_epoch"]), tuple(int(b) for b in doc["isr"]),
+                   int(doc["controller_epoch"]))
+
+
+@dataclass(frozen=True)
+class ControllerInfo:
+    """The data of a ``/controller`` election contender: which broker it is."""
+
+    broker_id: int
+    timestamp: str = field(default_factory=now_ms, compare=False)
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "brokerid": self.broker_id, "timestamp": self.timestamp})
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> "ControllerInfo":
+        doc = _load(data, CONTROLLER, (1,))
+        return cls(int(doc["brokerid"]), str(doc.get("timestamp", "")))
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    return str(int(epoch)).encode()
+
+
+def decode_controller_epoch(data: bytes | None) -> int:
+    try:
+        return int(data or b"0")
+    except ValueError:
+        raise ZnodeDataError(f"{CONTROLLER_EPOCH}: not an integer: {data!r}") from None
+
+
+def controller_id(contenders: list[str]) -> int:
+    """The controller's broker id from kazoo ``Election.contenders()`` (first = holder), or -1.
+
+    >>> controller_id([ControllerInfo(3).encode().decode()])
+    3
+    >>> controller_id([])
+    -1
+    """
+    if not contenders:
+        return NO_LEADER
+    try:
+        return ControllerInfo.decode(contenders[0].encode()).broker_id
+    except (ZnodeDataError, KeyError, ValueError):
+        return NO_LEADER
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """``/config/topics/<t>``: the topic's config overrides (Kafka's topic-level names)."""
+
+    config: Mapping[str, str]
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "config": dict(self.config)})
+
+    @classmethod
+    def decode(cls, topic: str, data: bytes | None) -> "TopicConfig":
+        doc = _load(data, config_topic_path(topic), (1,))
+        return cls({str(k): str(v) for k, v in (doc.get("config") or {}).items()})
+
+
+@dataclass(frozen=True)
+class ConsumerRegistration:
+    """``/consumers/<g>/ids/<id>``: a ZooKeeper consumer and its streams per topic ("static")
+    or its whitelist/blacklist pattern ("white_list"/"black_list" with one regex key)."""
+
+    subscription: Mapping[str, int]
+    pattern: str = "static"
+    timestamp: str = field(default_factory=now_ms, compare=False)
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "subscription": dict(self.subscription), "pattern": self.pattern,
+                      "timestamp": self.timestamp})
+
+    @classmethod
+    def decode(cls, data: bytes | None, what: str = "consumer registration") -> "ConsumerRegistration":
+        doc = _load(data, what, (1,))
+        return cls({str(k): int(v) for k, v in doc["subscription"].items()}, str(doc["pattern"]),
+                   str(doc.get("timestamp", "")))
+
+
+def encode_offset(offset: int) -> bytes:
+    return str(int(offset)).encode()
+
+
+def decode_offset(data: bytes | None) -> int:
+    try:
+        return int(data)
+    except (TypeError, ValueError):
+        raise ZnodeDataError(f"consumer offset is not an integer: {data!r}") from None

@@ -1,0 +1,140 @@
+"""Topic management in cluster mode: the topic manager over ZooKeeper metadata.
+
+The same policy as :class:`TopicManager` (names, configs, counts) with three differences:
+
+* **Which logs live here**: the partitions whose replica list names this broker. They are
+  opened when the assignment appears (new topic, added partitions) and deleted when the
+  controller deletes the topic — both learned from the metadata watches, so a change made
+  through any broker reaches every broker the same way.
+* **Who serves them**: only the partition's current leader. ``log()``, which Produce, Fetch,
+  ListOffsets and DeleteRecords go through, answers NOT_LEADER_OR_FOLLOWER elsewhere, which
+  sends clients back to Metadata to find the leader.
+* **Changes are asynchronous**: CreateTopics and CreatePartitions write the assignment and then
+  wait (up to ``cluster.metadata.wait.ms``) for the controller to elect the new partitions'
+  leaders, so a client that creates a topic can produce to it right away; DeleteTopics waits
+  until the topic has gone from the cache.
+
+Example::
+
+    >>> tm = ClusterTopicManager(cfg, logs, zk_metadata, purgatory)   # doctest: +SKIP
+    >>> tm.create("orders", 6, -1, {}); tm.log("orders", 0)           # doctest: +SKIP
+    Traceback (most recent call last):
+    fastkafka.errors.NotLeaderOrFollowerError: orders-0 is led by broker 2, not 1
+"""
+from __future__ import annotations
+
+import logging
+from typing import Mapping
+
+from fastkafka import errors
+from fastkafka.cluster.embedded import TopicInfo
+from fastkafka.config import LogConfig
+
+from .topics import TopicManager
+
+__all__ = ["ClusterTopicManager"]
+
+log = logging.getLogger("fastkafka.server")
+
+
+class ClusterTopicManager(TopicManager):
+    """Thread-safe like its base: changes under the lock, reads on snapshots."""
+
+    def __init__(self, config, logs, metadata, purgatory=None):
+        super().__init__(config, logs, metadata, purgatory)
+        self.broker_id = config["broker.id"]
+        self._wait_s = config["cluster.metadata.wait.ms"] / 1000
+
+    # --- reads ---
+    def log(self, topic: str, partition: int):
+        """The partition's Log if this broker leads it; NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+        view = self._metadata.partition(topic, partition)
+        if view is None:
+            raise errors.UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")
+        if view.leader != self.broker_id:
+            raise errors.NotLeaderOrFollowerError(
+                f"{topic}-{partition} is led by broker {view.leader}, not {self.broker_id}")
+        lg = self._partitions.get((topic, partition))
+        if lg is None:  # leadership arrived before the watch that opens the log ran
+            self.sync()
+            lg = self._partitions.get((topic, partition))
+            if lg is None:
+                raise errors.NotLeaderOrFollowerError(f"{topic}-{partition} is not open here yet")
+        return lg
+
+    # --- keeping the local logs in step with the assignment ---
+    def load(self) -> None:
+        self.sync()
+        self._metadata.listeners.append(self.sync)
+
+    def sync(self) -> None:
+        """Open logs newly assigned here; delete those of topics that no longer exist."""
+        me = self.broker_id
+        md = self._metadata
+        with self._lock:
+            topics = md.topics()
+            parts = dict(self._partitions)
+            opened = []
+            for name, info in topics.items():
+                mine = [p for p, replicas in md.assignment(name).items() if me in replicas]
+                if not mine:
+                    continue
+                cfg = self._log_configs.get(name)
+                if cfg is None:
+                    cfg = self._log_configs[name] = LogConfig.from_broker(self.config, info.configs)
+                for p in mine:
+                    if (name, p) not in parts:
+                        parts[(name, p)] = self._open(name, p, cfg)
+                        opened.append((name, p))
+            gone = [tp for tp in parts if tp[0] not in topics]
+            for tp in gone:
+                del parts[tp]
+            self._partitions = parts
+            for tp in gone:
+                self._log_configs.pop(tp[0], None)
+                self._logs.delete_log(*tp)
+        if opened:
+            log.info("opened %d partition log(s) assigned to broker %d", len(opened), me)
+        for t, p in gone:
+            log.info("deleted the log of %s-%d (topic deleted)", t, p)
+
+    # --- changes ---
+    def live_brokers(self):
+        return self._metadata.brokers()
+
+    def create(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+               configs: Mapping[str, str | None] | None = None, assignments=()) -> TopicInfo:
+        configs = {k: v for k, v in (configs or {}).items() if v is not None}
+        n, _ = self.validate_create(name, num_partitions, replication_factor, configs, assignments)
+        rf = replication_factor if replication_factor != -1 else self.config["default.replication.factor"]
+        given = {a.partition_index: tuple(a.broker_ids) for a in assignments} if assignments else None
+        info = self._metadata.create_topic(name, n, configs, replication_factor=rf, assignment=given)
+        self._wait_leaders(name, range(n))
+        log.info("created topic %s with %d partition(s)%s", name, n, f" and configs {configs}" if configs else "")
+        return info
+
+    def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        info = self._metadata.get(name)
+        if info is None:
+            raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if count <= info.partitions:
+            raise errors.InvalidPartitionsError(
+                f"Topic currently has {info.partitions} partitions, which is higher than or equal "
+                f"to the requested {count}.")
+        if validate_only:
+            return
+        self._metadata.set_partitions(name, count)
+        self._wait_leaders(name, range(info.partitions, count))
+        log.info("topic %s now has %d partitions (was %d)", name, count, info.partitions)
+
+    def delete(self, name: str) -> None:
+        if not self.config["delete.topic.enable"]:
+            raise errors.TopicDeletionDisabledError("Topic deletion is disabled.")
+        self._metadata.delete_topic(name)
+        self._metadata.wait_until(lambda: self._metadata.get(name) is None, self._wait_s)
+        log.info("deleted topic %s", name)
+
+    def _wait_leaders(self, name: str, partitions) -> None:
+        # best effort: on timeout the topic exists and Metadata reports LEADER_NOT_AVAILABLE until elected
+        parts = list(partitions)
+        self._metadata.wait_until(lambda: self._metadata.leaders_known(name, parts), self._wait_s)

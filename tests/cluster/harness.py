@@ -1,0 +1,167 @@
+"""Cluster test harness: real ``fastkafka serve`` broker processes joined through real ZooKeeper.
+
+Example::
+
+    with Ensemble(tmp) as zk, Cluster(tmp, zk.connect, 3) as cluster:
+        cluster.wait_registered({1, 2, 3})
+        cluster.kill(2)          # kill -9
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from kazoo.client import KazooClient
+
+from fastkafka.cluster import znodes
+
+from zk import free_port
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SESSION_MS = 2000   # the ensemble's tickTime 200 allows 400..4000 ms
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+def zk_client(connect: str) -> KazooClient:
+    c = KazooClient(hosts=connect, timeout=10.0, connection_retry={"max_tries": -1, "max_delay": 0.5})
+    c.start(timeout=20)
+    return c
+
+
+class BrokerProc:
+    def __init__(self, directory: str, connect: str, broker_id: int, port: int | None = None, **props):
+        self.broker_id = broker_id
+        self.port = port or free_port()
+        self.log_dir = os.path.join(directory, f"broker{broker_id}")
+        self.stderr_path = os.path.join(directory, f"broker{broker_id}.{time.monotonic_ns()}.log")
+        self.props = {
+            "zookeeper.connect": connect, "broker.id": broker_id,
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": self.log_dir,
+            "zookeeper.session.timeout.ms": SESSION_MS, "zookeeper.connection.timeout.ms": 20000,
+            "offsets.topic.num.partitions": 6, "group.initial.rebalance.delay.ms": 0,
+            "num.partitions": 1,
+        }
+        self.props.update(props)
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> "BrokerProc":
+        args = [sys.executable, "-m", "fastkafka", "serve"]
+        for k, v in self.props.items():
+            args += ["--override", f"{k}={v}"]
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        with open(self.stderr_path, "ab") as err:
+            self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                         stdin=subprocess.DEVNULL)
+        return self
+
+    def output(self) -> str:
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        return self.proc.wait(timeout)
+
+    def signal(self, sig) -> None:
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self, timeout: float = 20.0) -> int:
+        if not self.alive():
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGCONT)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+class Cluster:
+    """``n`` brokers with ids 1..n; a kazoo client (``zk``) for the tests' own look at the znodes."""
+
+    def __init__(self, directory, connect: str, n: int = 3, **props):
+        self.directory = str(directory)
+        self.connect = connect
+        self.brokers = {i: BrokerProc(self.directory, connect, i, **props) for i in range(1, n + 1)}
+        self.zk: KazooClient | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def start(self) -> "Cluster":
+        self.zk = zk_client(self.connect)
+        for b in self.brokers.values():
+            b.start()
+        self.wait_registered(set(self.brokers))
+        wait_for(lambda: self.controller() in self.brokers, what="a controller")
+        return self
+
+    def registered(self) -> set[int]:
+        try:
+            return {int(c) for c in self.zk.get_children(znodes.BROKER_IDS)}
+        except Exception:  # noqa: BLE001
+            return set()
+
+    def wait_registered(self, ids: set[int], timeout: float = 30.0) -> None:
+        def ok():
+            for i in ids:
+                b = self.brokers.get(i)
+                if b is not None and b.proc is not None and not b.alive():
+                    raise RuntimeError(f"broker {i} exited: {b.output()[-3000:]}")
+            return self.registered() == ids
+        wait_for(ok, timeout, what=f"brokers {sorted(ids)} registered (have {sorted(self.registered())})")
+
+    def controller(self) -> int:
+        try:
+            return znodes.controller_id(self.zk.Election(znodes.CONTROLLER).contenders())
+        except Exception:  # noqa: BLE001
+            return -1
+
+    def state(self, topic: str, partition: int) -> znodes.PartitionState | None:
+        try:
+            data, _ = self.zk.get(znodes.state_path(topic, partition))
+        except Exception:  # noqa: BLE001
+            return None
+        return znodes.PartitionState.decode(data)
+
+    def assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
+        data, _ = self.zk.get(znodes.topic_path(topic))
+        return dict(znodes.TopicAssignment.decode(topic, data).partitions)
+
+    def stop(self) -> None:
+        for b in self.brokers.values():
+            b.stop()
+        if self.zk is not None:
+            self.zk.stop()
+            self.zk.close()
+
+    def __enter__(self) -> "Cluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
