@@ -1,0 +1,92 @@
+"""``fastkafka topics``: create, list, describe, delete topics, add partitions, show configs.
+
+Example::
+
+    $ fastkafka topics create orders --partitions 3 --config retention.ms=60000
+    $ fastkafka topics list
+    $ fastkafka topics describe orders
+    $ fastkafka topics add-partitions orders --partitions 6
+    $ fastkafka topics configs orders
+    $ fastkafka topics delete orders
+"""
+from __future__ import annotations
+
+from fastkafka.client.admin import AdminClient
+from fastkafka.client.tools import client_config, parse_pairs, run, tool_parser
+
+EPILOG = """examples:
+  fastkafka topics create orders --partitions 3 --config retention.ms=60000
+  fastkafka topics list
+  fastkafka topics describe orders
+  fastkafka topics add-partitions orders --partitions 6
+  fastkafka topics configs orders
+  fastkafka topics delete orders"""
+
+
+def _parser():
+    p = tool_parser("fastkafka topics", "Create, list, describe and delete topics.", EPILOG)
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    c = sub.add_parser("create", help="create a topic")
+    c.add_argument("topic")
+    c.add_argument("-p", "--partitions", type=int, default=1, help="number of partitions (default 1)")
+    c.add_argument("-r", "--replication-factor", type=int, default=1)
+    c.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="topic config override, e.g. cleanup.policy=compact (repeatable)")
+    c.add_argument("--if-not-exists", action="store_true", help="no error if it exists")
+    sub.add_parser("list", help="list topic names").add_argument(
+        "--internal", action="store_true", help="include internal topics")
+    d = sub.add_parser("describe", help="partitions, leaders, replicas and offsets")
+    d.add_argument("topics", nargs="*", help="topics (default: all)")
+    x = sub.add_parser("delete", help="delete topics")
+    x.add_argument("topics", nargs="+")
+    a = sub.add_parser("add-partitions", help="grow a topic to --partitions partitions")
+    a.add_argument("topic")
+    a.add_argument("-p", "--partitions", type=int, required=True, help="new total")
+    g = sub.add_parser("configs", help="show a topic's configuration")
+    g.add_argument("topic")
+    g.add_argument("--all", action="store_true", help="include defaults")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    return run(lambda: _run(args), "fastkafka topics")
+
+
+def _run(args) -> int:
+    from fastkafka import errors
+    with AdminClient(client_config(args)) as admin:
+        if args.action == "create":
+            try:
+                admin.create_topic(args.topic, args.partitions, args.replication_factor,
+                                   dict(parse_pairs(args.config, "--config")))
+            except errors.TopicAlreadyExistsError:
+                if not args.if_not_exists:
+                    raise
+            print(f"Created topic {args.topic}.")
+        elif args.action == "list":
+            for name in admin.list_topics(args.internal):
+                print(name)
+        elif args.action == "describe":
+            infos = admin.describe_topics(args.topics or None)
+            for name in sorted(infos):
+                t = infos[name]
+                latest = admin.list_offsets(name, -1)
+                earliest = admin.list_offsets(name, -2)
+                print(f"Topic: {name}\tPartitionCount: {len(t.partitions)}")
+                for pid in sorted(t.partitions):
+                    p = t.partitions[pid]
+                    print(f"\tPartition: {pid}\tLeader: {p.leader}\tReplicas: "
+                          f"{','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+                          f"\tOffsets: {earliest.get(pid)}..{latest.get(pid)}")
+        elif args.action == "delete":
+            admin.delete_topics(args.topics)
+            print(f"Deleted {', '.join(args.topics)}.")
+        elif args.action == "add-partitions":
+            admin.create_partitions(args.topic, args.partitions)
+            print(f"{args.topic} now has {args.partitions} partitions.")
+        elif args.action == "configs":
+            for name, (value, is_default, _ro) in sorted(admin.describe_configs(args.topic).items()):
+                if args.all or not is_default:
+                    print(f"{name}={value}" + ("  (default)" if is_default else ""))
+    return 0

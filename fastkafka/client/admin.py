@@ -1,0 +1,191 @@
+"""Administration: topics, partitions, configs, offsets and consumer groups, over the wire.
+
+Each method is one Kafka request to the right broker (the controller for topic changes, the
+group coordinator for group questions, partition leaders for offsets) and raises the Kafka
+error the broker answered with, so the command-line tools can print it as one line.
+
+Example::
+
+    admin = AdminClient({"bootstrap.servers": "127.0.0.1:9092"})
+    admin.create_topic("orders", num_partitions=3, configs={"retention.ms": "60000"})
+    admin.describe_topics(["orders"])["orders"].partitions[0].leader
+    admin.list_offsets("orders", -1)          # {0: 0, 1: 0, 2: 0}  (latest)
+    admin.delete_topics(["orders"])
+    admin.close()
+"""
+from __future__ import annotations
+
+from fastkafka import errors
+from fastkafka.protocol import ApiKey
+
+from .config import ClientConfig
+from .metadata import Cluster, TopicInfo
+
+__all__ = ["AdminClient", "TOPIC_RESOURCE", "BROKER_RESOURCE"]
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+
+def _check(code: int, what: str, message: str | None = None) -> None:
+    if code:
+        raise errors.for_code(code)(f"{what}: {message}" if message else what)
+
+
+class AdminClient:
+    """Topic and group administration for the cluster in ``config``."""
+
+    def __init__(self, config: dict | ClientConfig | None = None, **kw):
+        self.config = config if isinstance(config, ClientConfig) else ClientConfig(config, **kw)
+        self.cluster = Cluster(self.config)
+        self.timeout_ms = self.config["request.timeout.ms"]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        self.cluster.close()
+
+    def _controller(self):
+        self.cluster.refresh([])
+        node = self.cluster.controller_id
+        return self.cluster.connection(node) if node >= 0 else self.cluster.any_connection()
+
+    # -- topics ---------------------------------------------------------------------------
+
+    def create_topic(self, name: str, num_partitions: int = 1, replication_factor: int = 1,
+                     configs: dict[str, str] | None = None, validate_only: bool = False) -> None:
+        """Create ``name``; TopicAlreadyExistsError if it exists."""
+        resp = self._controller().request(ApiKey.CREATE_TOPICS, {
+            "topics": [{"name": name, "num_partitions": num_partitions,
+                        "replication_factor": replication_factor, "assignments": [],
+                        "configs": [{"name": k, "value": str(v)} for k, v in (configs or {}).items()]}],
+            "timeout_ms": self.timeout_ms, "validate_only": validate_only})
+        for t in resp.topics:
+            _check(t.error_code, f"create topic {t.name!r}", getattr(t, "error_message", None))
+        self.cluster.invalidate()
+
+    def delete_topics(self, names: list[str]) -> None:
+        resp = self._controller().request(ApiKey.DELETE_TOPICS, {
+            "topic_names": list(names), "timeout_ms": self.timeout_ms})
+        for t in resp.responses:
+            _check(t.error_code, f"delete topic {t.name!r}")
+        self.cluster.invalidate()
+
+    def create_partitions(self, name: str, total_count: int) -> None:
+        """Grow ``name`` to ``total_count`` partitions."""
+        resp = self._controller().request(ApiKey.CREATE_PARTITIONS, {
+            "topics": [{"name": name, "count": total_count, "assignments": None}],
+            "timeout_ms": self.timeout_ms, "validate_only": False})
+        for r in resp.results:
+            _check(r.error_code, f"add partitions to {r.name!r}", r.error_message)
+        self.cluster.invalidate()
+
+    def list_topics(self, include_internal: bool = False) -> list[str]:
+        return sorted(n for n, t in self.cluster.all_topics().items()
+                      if include_internal or not t.is_internal)
+
+    def describe_topics(self, names: list[str] | None = None) -> dict[str, TopicInfo]:
+        """Metadata of ``names`` (None: all); an unknown topic raises its error."""
+        if names is None:
+            return self.cluster.all_topics()
+        self.cluster.refresh(list(names), allow_auto_create=False)
+        out = {}
+        for n in names:
+            t = self.cluster.topics[n]
+            _check(t.error_code, f"topic {n!r}")
+            out[n] = t
+        return out
+
+    def describe_configs(self, resource: str, resource_type: int = TOPIC_RESOURCE) -> dict[str, tuple]:
+        """``{name: (value, is_default, read_only)}`` of a topic (or broker id as a string)."""
+        conn = self.cluster.any_connection()
+        resp = conn.request(ApiKey.DESCRIBE_CONFIGS, {
+            "resources": [{"resource_type": resource_type, "resource_name": resource,
+                           "configuration_keys": None}], "include_synonyms": False})
+        r = resp.results[0]
+        _check(r.error_code, f"describe configs of {resource!r}", r.error_message)
+        version = conn.versions[ApiKey.DESCRIBE_CONFIGS]
+        return {c.name: (c.value, c.is_default if version == 0 else c.config_source == 5,
+                         c.read_only) for c in r.configs}
+
+    # -- offsets --------------------------------------------------------------------------
+
+    def list_offsets(self, topic: str, timestamp: int) -> dict[int, int]:
+        """Per partition, the offset for ``timestamp`` (-1 latest, -2 earliest, else the
+        first offset with a timestamp >= it; -1 if none)."""
+        out = {}
+        by_leader: dict[int, list[int]] = {}
+        for p in self.cluster.partitions_for(topic):
+            by_leader.setdefault(self.cluster.leader_for(topic, p), []).append(p)
+        for node, parts in by_leader.items():
+            conn = self.cluster.connection(node)
+            resp = conn.request(ApiKey.LIST_OFFSETS, {
+                "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+                    {"partition_index": p, "timestamp": timestamp} for p in parts]}]},
+                conn.version(ApiKey.LIST_OFFSETS, 1))
+            for t in resp.topics:
+                for p in t.partitions:
+                    _check(p.error_code, f"list offsets of {topic}-{p.partition_index}")
+                    out[p.partition_index] = p.offset
+        return dict(sorted(out.items()))
+
+    # -- groups (need the broker's group coordinator) --------------------------------------
+
+    def coordinator(self, group: str):
+        """The connection to ``group``'s coordinator."""
+        conn = self.cluster.any_connection()
+        resp = conn.request(ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0},
+                            conn.version(ApiKey.FIND_COORDINATOR))
+        _check(resp.error_code, f"find coordinator of group {group!r}",
+               getattr(resp, "error_message", None))
+        return self.cluster.connection(resp.node_id)
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        """``[(group_id, protocol_type)]`` across every broker."""
+        self.cluster.refresh([])
+        out = []
+        for node in sorted(self.cluster.brokers):
+            resp = self.cluster.connection(node).request(ApiKey.LIST_GROUPS, {})
+            _check(resp.error_code, "list groups")
+            out += [(g.group_id, g.protocol_type) for g in resp.groups]
+        return sorted(out)
+
+    def describe_group(self, group: str):
+        """The DescribeGroups answer for ``group`` (state, protocol, members)."""
+        resp = self.coordinator(group).request(ApiKey.DESCRIBE_GROUPS, {
+            "groups": [group], "include_authorized_operations": False})
+        g = resp.groups[0]
+        _check(g.error_code, f"describe group {group!r}")
+        return g
+
+    def committed_offsets(self, group: str, topics: dict[str, list[int]] | None = None
+                          ) -> dict[tuple[str, int], int]:
+        """``{(topic, partition): committed offset}`` of ``group`` (None: every topic)."""
+        conn = self.coordinator(group)
+        resp = conn.request(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None if topics is None
+                            else [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]})
+        _check(getattr(resp, "error_code", 0), f"fetch offsets of group {group!r}")
+        out = {}
+        for t in resp.topics:
+            for p in t.partitions:
+                _check(p.error_code, f"offset of {t.name}-{p.partition_index} in {group!r}")
+                if p.committed_offset >= 0:
+                    out[t.name, p.partition_index] = p.committed_offset
+        return out
+
+    def commit_offsets(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
+        """Set ``group``'s committed offsets (only while the group has no active members)."""
+        topics: dict[str, list] = {}
+        for (t, p), off in offsets.items():
+            topics.setdefault(t, []).append({"partition_index": p, "committed_offset": off,
+                                             "committed_metadata": ""})
+        resp = self.coordinator(group).request(ApiKey.OFFSET_COMMIT, {
+            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
+        for t in resp.topics:
+            for p in t.partitions:
+                _check(p.error_code, f"commit {t.name}-{p.partition_index} for {group!r}")

@@ -1,0 +1,66 @@
+"""What every command-line tool shares: connection options, ``-X key=value`` properties, and
+turning any failure into one clear line on stderr (exit status 1) instead of a traceback.
+
+Example::
+
+    parser = tool_parser("fastkafka topics", "Manage topics.")
+    args = parser.parse_args(argv)
+    return run(lambda: do_work(client_config(args)))
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fastkafka import errors
+
+from .config import ClientConfig, ConfigException
+
+__all__ = ["tool_parser", "client_config", "run", "parse_pairs", "ToolError"]
+
+
+class ToolError(Exception):
+    """A user mistake a tool reports as one line (bad arguments that argparse cannot see)."""
+
+
+def tool_parser(prog: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-b", "--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT",
+                   help="broker(s) to connect to, comma-separated (default: %(default)s)")
+    p.add_argument("-X", "--property", action="append", default=[], metavar="KEY=VALUE",
+                   help="a client property with Kafka's name, e.g. -X acks=1 (repeatable)")
+    return p
+
+
+def parse_pairs(items: list[str], what: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise ToolError(f"{what} must look like KEY=VALUE, got {item!r}")
+        out.append((k.strip(), v))
+    return out
+
+
+def client_config(args, **overrides) -> ClientConfig:
+    props = {"bootstrap.servers": args.bootstrap_server}
+    props.update(overrides)
+    props.update(parse_pairs(args.property, "-X"))
+    return ClientConfig(props)
+
+
+def run(fn, prog: str = "fastkafka") -> int:
+    """Call ``fn()``; report KafkaError / config / OS errors as ``prog: error: ...``."""
+    try:
+        return int(fn() or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:       # `fastkafka consume ... | head`
+        return 0
+    except (errors.KafkaError, ConfigException, ToolError, OSError, ValueError) as e:
+        name = getattr(e, "name", None) if isinstance(e, errors.KafkaError) else None
+        detail = str(e) or type(e).__name__
+        print(f"{prog}: error: {detail}" + (f" ({name})" if name and name not in detail else ""),
+              file=sys.stderr)
+        return 1
