@@ -15,6 +15,8 @@
 # must only run when no other thread uses the object (truncation, shutdown). An index dropped by
 # its segment is unmapped when collected, i.e. after the last reader holding it lets go.
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, INT32_MAX
+
+from fastkafka._core.byteorder cimport load_i32, load_i64, store_be32, store_be64
 from libc.string cimport memset
 from libc.errno cimport errno
 from posix.fcntl cimport open as c_open, O_RDWR, O_RDONLY, O_CREAT
@@ -29,25 +31,12 @@ cdef extern from "<fcntl.h>":
     int O_CLOEXEC
 
 
-cdef inline int64_t _be64(const unsigned char* p) noexcept nogil:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(8):
-        v = (v << 8) | p[i]
-    return <int64_t>v
 
 
-cdef inline int32_t _be32(const unsigned char* p) noexcept nogil:
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
 
 
-cdef inline void _put32(unsigned char* p, uint32_t v) noexcept nogil:
-    p[0] = v >> 24; p[1] = (v >> 16) & 0xFF; p[2] = (v >> 8) & 0xFF; p[3] = v & 0xFF
 
 
-cdef inline void _put64(unsigned char* p, uint64_t v) noexcept nogil:
-    _put32(p, <uint32_t>(v >> 32))
-    _put32(p + 4, <uint32_t>v)
 
 
 cdef class _MmapIndex:
@@ -199,13 +188,13 @@ cdef class OffsetIndex(_MmapIndex):
     cdef Py_ssize_t _floor_slot(self, int64_t target_offset) noexcept:
         cdef int64_t rel = target_offset - self.base_offset
         cdef Py_ssize_t lo = 0, hi = self.entries - 1, mid
-        if self.entries == 0 or rel < _be32(self.map):
+        if self.entries == 0 or rel < load_i32(self.map):
             return -1
         if rel > INT32_MAX:
             return hi
         while lo < hi:   # last slot whose relative offset <= rel
             mid = (lo + hi + 1) >> 1
-            if _be32(self.map + 8 * mid) <= rel:
+            if load_i32(self.map + 8 * mid) <= rel:
                 lo = mid
             else:
                 hi = mid - 1
@@ -213,7 +202,7 @@ cdef class OffsetIndex(_MmapIndex):
 
     cdef int64_t floor_position(self, int64_t target_offset) noexcept:
         cdef Py_ssize_t slot = self._floor_slot(target_offset)
-        return 0 if slot < 0 else _be32(self.map + 8 * slot + 4)
+        return 0 if slot < 0 else load_i32(self.map + 8 * slot + 4)
 
     def lookup(self, int64_t target_offset):
         """Largest entry with offset <= target as (offset, position); (base_offset, 0) if none.
@@ -221,16 +210,16 @@ cdef class OffsetIndex(_MmapIndex):
         cdef Py_ssize_t slot = self._floor_slot(target_offset)
         if slot < 0:
             return (self.base_offset, 0)
-        return (self.base_offset + _be32(self.map + 8 * slot), _be32(self.map + 8 * slot + 4))
+        return (self.base_offset + load_i32(self.map + 8 * slot), load_i32(self.map + 8 * slot + 4))
 
     def entry(self, Py_ssize_t i):
         if not 0 <= i < self.entries:
             raise IndexError(i)
-        return (self.base_offset + _be32(self.map + 8 * i), _be32(self.map + 8 * i + 4))
+        return (self.base_offset + load_i32(self.map + 8 * i), load_i32(self.map + 8 * i + 4))
 
     @property
     def last_offset(self):
-        return self.base_offset + (_be32(self.map + 8 * (self.entries - 1)) if self.entries else 0)
+        return self.base_offset + (load_i32(self.map + 8 * (self.entries - 1)) if self.entries else 0)
 
     def append(self, int64_t offset, int64_t position):
         """Add an entry; offsets must increase. Writer only."""
@@ -238,13 +227,13 @@ cdef class OffsetIndex(_MmapIndex):
         cdef int64_t rel = offset - self.base_offset
         if rel < 0 or rel > INT32_MAX or position < 0 or position > INT32_MAX:
             raise ValueError(f"entry ({offset}, {position}) does not fit index {self.path}")
-        if self.entries and rel <= _be32(self.map + 8 * (self.entries - 1)):
+        if self.entries and rel <= load_i32(self.map + 8 * (self.entries - 1)):
             raise ValueError(f"offset {offset} is not larger than the last entry of {self.path}")
         if self.is_full:
             raise ValueError(f"index {self.path} is full")
         cdef unsigned char* p = self.map + 8 * self.entries
-        _put32(p, <uint32_t>rel)
-        _put32(p + 4, <uint32_t>position)
+        store_be32(p, <uint32_t>rel)
+        store_be32(p + 4, <uint32_t>position)
         self.entries += 1
 
     def truncate_to(self, int64_t offset):
@@ -257,8 +246,8 @@ cdef class OffsetIndex(_MmapIndex):
         cdef Py_ssize_t i
         cdef int32_t prev_off = -1, prev_pos = 0, o, p
         for i in range(self.entries):
-            o = _be32(self.map + 8 * i)
-            p = _be32(self.map + 8 * i + 4)
+            o = load_i32(self.map + 8 * i)
+            p = load_i32(self.map + 8 * i + 4)
             if o <= prev_off or p < prev_pos:
                 return False
             prev_off, prev_pos = o, p
@@ -281,11 +270,11 @@ cdef class TimeIndex(_MmapIndex):
 
     cdef Py_ssize_t _floor_slot(self, int64_t target_ts) noexcept:
         cdef Py_ssize_t lo = 0, hi = self.entries - 1, mid
-        if self.entries == 0 or target_ts < _be64(self.map):
+        if self.entries == 0 or target_ts < load_i64(self.map):
             return -1
         while lo < hi:
             mid = (lo + hi + 1) >> 1
-            if _be64(self.map + 12 * mid) <= target_ts:
+            if load_i64(self.map + 12 * mid) <= target_ts:
                 lo = mid
             else:
                 hi = mid - 1
@@ -297,12 +286,12 @@ cdef class TimeIndex(_MmapIndex):
         cdef Py_ssize_t slot = self._floor_slot(target_timestamp)
         if slot < 0:
             return (-1, self.base_offset)
-        return (_be64(self.map + 12 * slot), self.base_offset + _be32(self.map + 12 * slot + 8))
+        return (load_i64(self.map + 12 * slot), self.base_offset + load_i32(self.map + 12 * slot + 8))
 
     def entry(self, Py_ssize_t i):
         if not 0 <= i < self.entries:
             raise IndexError(i)
-        return (_be64(self.map + 12 * i), self.base_offset + _be32(self.map + 12 * i + 8))
+        return (load_i64(self.map + 12 * i), self.base_offset + load_i32(self.map + 12 * i + 8))
 
     @property
     def last_entry(self):
@@ -320,22 +309,22 @@ cdef class TimeIndex(_MmapIndex):
             raise ValueError(f"offset {offset} does not fit time index {self.path}")
         if self.entries:
             last = self.map + 12 * (self.entries - 1)
-            if timestamp <= _be64(last):
+            if timestamp <= load_i64(last):
                 return
-            if rel < _be32(last + 8):
+            if rel < load_i32(last + 8):
                 raise ValueError(f"offset {offset} goes back in time index {self.path}")
         if self.is_full:
             raise ValueError(f"time index {self.path} is full")
         cdef unsigned char* p = self.map + 12 * self.entries
-        _put64(p, <uint64_t>timestamp)
-        _put32(p + 8, <uint32_t>rel)
+        store_be64(p, <uint64_t>timestamp)
+        store_be32(p + 8, <uint32_t>rel)
         self.entries += 1
 
     def truncate_to(self, int64_t offset):
         """Remove entries with offset >= ``offset``. Writer only."""
         cdef int64_t rel = offset - self.base_offset
         cdef Py_ssize_t n = self.entries
-        while n > 0 and _be32(self.map + 12 * (n - 1) + 8) >= rel:
+        while n > 0 and load_i32(self.map + 12 * (n - 1) + 8) >= rel:
             n -= 1
         self.entries = n
 
@@ -345,8 +334,8 @@ cdef class TimeIndex(_MmapIndex):
         cdef int64_t prev_ts = -(1 << 62), t
         cdef int32_t prev_off = 0, o
         for i in range(self.entries):
-            t = _be64(self.map + 12 * i)
-            o = _be32(self.map + 12 * i + 8)
+            t = load_i64(self.map + 12 * i)
+            o = load_i32(self.map + 12 * i + 8)
             if t <= prev_ts or o < prev_off:
                 return False
             prev_ts, prev_off = t, o

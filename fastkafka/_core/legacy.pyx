@@ -50,8 +50,6 @@ _STATUS_TEXT = {
 }
 
 
-cdef inline uint32_t _load32(const unsigned char* p) noexcept nogil:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
 
 
 cdef inline uint32_t _message_crc(const unsigned char* message, int32_t size) noexcept nogil:
@@ -79,7 +77,7 @@ cdef int scan_message(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end, 
         return MSG_TRUNCATED
     msg = b + ENTRY_OVERHEAD
     m.end = pos + ENTRY_OVERHEAD + m.size
-    m.crc = _load32(msg)
+    m.crc = load_be32(msg)
     m.magic = msg[4]
     m.attributes = msg[5]
     if m.magic == 1:
@@ -92,14 +90,14 @@ cdef int scan_message(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end, 
         p = 6
     if check_crc and _message_crc(msg, m.size) != m.crc:
         return MSG_BAD_CRC
-    m.key_len = <int32_t>_load32(msg + p)
+    m.key_len = <int32_t>load_be32(msg + p)
     p += 4
     if m.key_len < -1 or m.key_len > m.size - p - 4:
         return MSG_BAD_FIELD
     m.key_pos = pos + ENTRY_OVERHEAD + p
     if m.key_len > 0:
         p += m.key_len
-    m.value_len = <int32_t>_load32(msg + p)
+    m.value_len = <int32_t>load_be32(msg + p)
     p += 4
     m.value_pos = pos + ENTRY_OVERHEAD + p
     if m.value_len < -1 or (m.value_len if m.value_len > 0 else 0) != m.size - p:

@@ -26,6 +26,7 @@
 #   headerCount varint | headers: keyLength varint, key (utf-8), valueLength varint (-1 = null), value
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
+from fastkafka._core.byteorder cimport load_be16, load_be32, load_be64, store_be16, store_be32, store_be64
 from fastkafka._core.crc32c cimport crc32c_update
 from fastkafka._core.varint cimport read_varint, read_varlong, VARINT_TRUNCATED, VARINT_OVERLONG
 
@@ -61,35 +62,6 @@ cdef enum:
     MIN_RECORD_SIZE = 7
     # Release the GIL only when the work is worth the two atomic handoffs.
     NOGIL_THRESHOLD = 4096
-
-
-cdef inline uint16_t load_be16(const unsigned char* p) noexcept nogil:
-    return (<uint16_t>p[0] << 8) | p[1]
-
-
-cdef inline uint32_t load_be32(const unsigned char* p) noexcept nogil:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
-
-
-cdef inline uint64_t load_be64(const unsigned char* p) noexcept nogil:
-    return (<uint64_t>load_be32(p) << 32) | load_be32(p + 4)
-
-
-cdef inline void store_be16(unsigned char* p, uint16_t v) noexcept nogil:
-    p[0] = <unsigned char>(v >> 8)
-    p[1] = <unsigned char>v
-
-
-cdef inline void store_be32(unsigned char* p, uint32_t v) noexcept nogil:
-    p[0] = <unsigned char>(v >> 24)
-    p[1] = <unsigned char>(v >> 16)
-    p[2] = <unsigned char>(v >> 8)
-    p[3] = <unsigned char>v
-
-
-cdef inline void store_be64(unsigned char* p, uint64_t v) noexcept nogil:
-    store_be32(p, <uint32_t>(v >> 32))
-    store_be32(p + 4, <uint32_t>v)
 
 
 cdef inline int64_t batch_size_at(const unsigned char* buf, Py_ssize_t pos) noexcept nogil:

@@ -13,6 +13,8 @@
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from libc.errno cimport errno, EINTR
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, INT64_MIN, INT64_MAX
+
+from fastkafka._core.byteorder cimport load_i32, load_i64
 from posix.fcntl cimport open as c_open, O_RDWR, O_RDONLY, O_CREAT
 from posix.unistd cimport close as c_close, pread, pwrite, fdatasync, ftruncate, lseek
 cdef extern from "<unistd.h>":
@@ -31,16 +33,8 @@ cdef enum:
     SCAN_CHUNK = 4096 + 64      # one pread usually covers an index interval's worth of headers
 
 
-cdef inline int64_t _be64(const unsigned char* p) noexcept nogil:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(8):
-        v = (v << 8) | p[i]
-    return <int64_t>v
 
 
-cdef inline int32_t _be32(const unsigned char* p) noexcept nogil:
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
 
 
 cdef ssize_t _write_all(int fd, const unsigned char* p, size_t n, int64_t pos) noexcept nogil:
@@ -191,18 +185,18 @@ cdef class SegmentFile:
                 if r < 12:
                     return 0
             h = chunk + (pos - chunk_pos)
-            length = _be32(h + 8)
+            length = load_i32(h + 8)
             if length < 0:
                 return 0
             size = 12 + <int64_t>length
             if pos + size > end:
                 return 0               # a batch cut by `end` (torn, or past a reader's bound)
             if chunk_len - (pos - chunk_pos) >= HEADER_NEEDED and h[16] == 2:
-                last = _be64(h) + _be32(h + 23)
-                out.max_timestamp = _be64(h + 35)
-                out.base_offset = _be64(h)
+                last = load_i64(h) + load_i32(h + 23)
+                out.max_timestamp = load_i64(h + 35)
+                out.base_offset = load_i64(h)
             else:
-                last = _be64(h)            # legacy wrapper: its offset is the last one
+                last = load_i64(h)            # legacy wrapper: its offset is the last one
                 out.max_timestamp = -1
                 out.base_offset = last
             if last >= target_offset and out.max_timestamp >= target_ts:
