@@ -34,6 +34,7 @@ from .recovery import load_segments
 from .scheduler import Scheduler, wall_clock_ms
 from .segment import LogSegment
 from .segments import LogSegments
+from .producer_state import ProducerStateManager
 
 INT32_MAX = (1 << 31) - 1
 EARLIEST_TIMESTAMP = -2
@@ -115,6 +116,7 @@ class Log:
         self._first_unflushed_ms = self.clock()   # append time of the oldest unflushed message
         self.flush_count = 0
         self.deleted = False
+        self.producer_state = ProducerStateManager.recover(self)  # idempotent producer (issue 5)
 
     def __repr__(self) -> str:
         return f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._next_offset})"
@@ -186,6 +188,9 @@ class Log:
                 raise errors.KafkaStorageError(f"log {self.topic}-{self.partition} was deleted")
             now = self.clock()
             append_time = now if cfg.log_append_time else -1
+            dup = self.producer_state.check(mv)  # issue 5: raises 45/47; a retried batch is not appended again
+            if dup is not None:
+                return LogAppendInfo(dup.first_offset, dup.last_offset, -1, self.log_start_offset)
             base = self._next_offset
             try:
                 nxt = _records.assign_offsets(mv, base, leader_epoch, append_time)
@@ -195,6 +200,7 @@ class Log:
                 raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
             self._next_offset = nxt
             self._high_watermark = nxt
+            self.producer_state.update(mv)  # issue 5
             if self._unflushed_messages == 0:
                 self._first_unflushed_ms = now
             self._unflushed_messages += v.record_count
@@ -233,6 +239,7 @@ class Log:
             seg = LogSegment(self.dir, new_base, self.config, self._files, active=True,
                              created_ms=self.clock() if now is None else now)
             self._segments.add(seg)
+            self.producer_state.write_snapshot(self.dir, new_base)  # issue 5
         # Kafka flushes a rolled segment asynchronously so the append that rolled does not wait.
         self.scheduler.schedule(0, lambda: self.flush(upto=new_base))
         return seg
@@ -411,6 +418,8 @@ class Log:
             self._next_offset = offset
             self._high_watermark = min(self._high_watermark, offset)
             self.recovery_point = min(self.recovery_point, offset)
+            self.producer_state.truncate_after(offset)  # issue 5
+            self.producer_state.delete_snapshots(self.dir, after=offset)
         self._schedule_removal(gone)
 
     # --- lifecycle ---
@@ -418,6 +427,8 @@ class Log:
         """Flush and close every segment (indexes trimmed). Thread-safe."""
         self.flush()
         with self._lock:
+            if not self.deleted:
+                self.producer_state.write_snapshot(self.dir, self._next_offset)  # issue 5
             for seg in self._segments:
                 seg.close()
 

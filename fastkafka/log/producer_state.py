@@ -16,13 +16,15 @@ Batches with ``producer_id`` -1 (plain producers) are not tracked. The state is 
 it is snapshotted next to the segments (``%020d.snapshot``, named by the log end offset it
 covers) and rebuilt after a crash by replaying the batches after the newest snapshot.
 
-Not thread-safe: the owning Log calls it under its append lock. Hook in ``Log.append``::
+Not thread-safe: the owning Log calls it under its lock::
 
-    dup = self.producer_state.check(mv)          # before offsets are assigned; raises 45/47
+    self.producer_state = ProducerStateManager.recover(self)      # Log.__init__, after loading
+    dup = self.producer_state.check(mv)          # Log.append, before offsets are assigned (45/47)
     if dup is not None:                           # a retry: answer with the first offsets
         return LogAppendInfo(dup.first_offset, dup.last_offset, -1, self.log_start_offset)
-    ...assign offsets, append...
-    self.producer_state.update(mv)               # after offsets are stamped
+    self.producer_state.update(mv)               # Log.append, after offsets are stamped
+    self.producer_state.write_snapshot(self.dir, new_base)         # Log.roll / close (LEO)
+    self.producer_state.truncate_after(offset)   # Log.truncate_to
 
 Example::
 
@@ -43,7 +45,7 @@ from collections import deque
 from typing import Iterable, NamedTuple
 
 from .. import errors
-from .._core.records import batch_index, read_header
+from .._core.records import batch_index, read_header, validate
 
 __all__ = ["ProducerStateManager", "ProducerStateEntry", "BatchMetadata", "NO_PRODUCER_ID",
            "SNAPSHOT_SUFFIX"]
@@ -115,6 +117,9 @@ class ProducerStateManager:
         InvalidProducerEpochError, or DuplicateSequenceNumberError (a duplicate mixed with new
         batches in one request, which no real producer sends).
         """
+        first_header = read_header(buf, 0)
+        if first_header.producer_id == NO_PRODUCER_ID and first_header.size == len(buf):
+            return None                               # the common case: one plain batch
         expected: dict[int, tuple[int, int]] = {}   # producer -> (epoch, last seq) within buf
         duplicate = None
         count = 0
@@ -162,6 +167,9 @@ class ProducerStateManager:
 
     def update(self, buf) -> None:
         """Record the batches of ``buf`` after their offsets were assigned (also used to replay)."""
+        first_header = read_header(buf, 0)
+        if first_header.producer_id == NO_PRODUCER_ID and first_header.size == len(buf):
+            return
         for pos, base_offset, last_offset, max_ts, _size in batch_index(buf, check_crc=False):
             h = read_header(buf, pos)
             if h.producer_id == NO_PRODUCER_ID:
@@ -194,9 +202,45 @@ class ProducerStateManager:
             else:
                 entry.batches = deque(kept, maxlen=NUM_BATCHES_TO_RETAIN)
 
-    # --- snapshots ---
-    def write_snapshot(self, dir: str, log_end_offset: int) -> str:
-        """Write ``<dir>/%020d.snapshot`` atomically; returns its path."""
+    # --- recovery and snapshots ---
+    @classmethod
+    def recover(cls, log) -> "ProducerStateManager":
+        """The state of ``log`` (a Log being opened): newest snapshot, then the batches after it.
+
+        Snapshots are written at every roll once a producer was seen, so a log without any has
+        had no idempotent batch before its active segment: replaying that segment suffices (and
+        plain topics are never scanned). Reads through ``log.read`` (lock-free).
+        """
+        psm = cls()
+        start = psm.load_snapshot(log.dir, log.log_end_offset)
+        if start is None:
+            start = log.active_segment.base_offset
+        psm.replay(log, max(start, log.log_start_offset))
+        return psm
+
+    def replay(self, log, offset: int, chunk: int = 1 << 20) -> None:
+        """Apply every batch of ``log`` from ``offset`` to its end (headers only)."""
+        end = log.log_end_offset
+        while offset < end:
+            data = memoryview(log.read(offset, chunk).read_bytes())
+            whole = validate(data, check_crc=False).valid_bytes
+            if whole == 0:
+                return                      # nothing readable: recovery already truncated garbage
+            for pos, base, last, max_ts, _size in batch_index(data[:whole], check_crc=False):
+                if last >= offset:
+                    h = read_header(data, pos)
+                    if h.producer_id != NO_PRODUCER_ID:
+                        self._record(h.producer_id, h.producer_epoch, h.base_sequence,
+                                     h.last_offset_delta, base, last, max_ts)
+                offset = max(offset, last + 1)
+
+    def write_snapshot(self, dir: str, log_end_offset: int, keep: int = 2) -> str | None:
+        """Write ``<dir>/%020d.snapshot`` atomically and prune all but the newest ``keep``.
+
+        Nothing is written for a log that never saw an idempotent producer (see :meth:`recover`).
+        """
+        if not self.producers and not self.snapshot_offsets(dir):
+            return None
         path = os.path.join(dir, f"{log_end_offset:020d}{SNAPSHOT_SUFFIX}")
         doc = {"version": SNAPSHOT_VERSION, "offset": log_end_offset, "producers": [
             {"id": e.producer_id, "epoch": e.epoch, "batches": [list(b) for b in e.batches]}
@@ -207,6 +251,7 @@ class ProducerStateManager:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        self.delete_snapshots(dir, keep=self.snapshot_offsets(dir)[-keep:])
         return path
 
     @staticmethod
@@ -218,9 +263,9 @@ class ProducerStateManager:
                 out.append(int(stem))
         return sorted(out)
 
-    def load_snapshot(self, dir: str, upto_offset: int) -> int:
+    def load_snapshot(self, dir: str, upto_offset: int) -> int | None:
         """Load the newest readable snapshot at or below ``upto_offset``; returns the offset it
-        covers (replay batches from there), 0 when there is none (replay the whole log)."""
+        covers (replay batches from there), None when there is none."""
         for off in reversed([o for o in self.snapshot_offsets(dir) if o <= upto_offset]):
             path = os.path.join(dir, f"{off:020d}{SNAPSHOT_SUFFIX}")
             try:
@@ -239,7 +284,7 @@ class ProducerStateManager:
             self.producers = producers
             return off
         self.producers = {}
-        return 0
+        return None
 
     def delete_snapshots(self, dir: str, keep: Iterable[int] = (), after: int | None = None) -> None:
         """Remove snapshots not in ``keep`` (or only those above ``after`` when it is given)."""

@@ -110,7 +110,7 @@ def test_snapshot_round_trip_truncate_and_expiry(tmp_path):
     psm = ProducerStateManager()
     assert psm.load_snapshot(str(tmp_path), 100) == 6          # torn newest skipped
     assert psm.check(batch(7, 1, 4, 2)).first_offset == 4
-    assert psm.load_snapshot(str(tmp_path), 5) == 0 and len(psm) == 0
+    assert psm.load_snapshot(str(tmp_path), 5) is None and len(psm) == 0
     psm.load_snapshot(str(tmp_path), 6)
     psm.truncate_after(4)
     with pytest.raises(E.OutOfOrderSequenceNumberError):

@@ -15,7 +15,7 @@ Example (what a kafka-python consumer's first requests amount to)::
 from __future__ import annotations
 
 from fastkafka import errors
-from fastkafka.coordinator import OffsetAndMetadata
+from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata, partition_for
 from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
@@ -45,10 +45,25 @@ def handle_find_coordinator(ctx, req):
         code = errors.TransactionalIdAuthorizationFailedError.code
         return {"error_code": code, "error_message": "transactions are not supported",
                 "node_id": -1, "host": "", "port": -1}
-    coordination(ctx.broker)                # make sure the group coordinator is up (and loading)
+    svc = coordination(ctx.broker)          # make sure the group coordinator is up (and loading)
+    if getattr(ctx.broker, "cluster", None) is not None:
+        return _cluster_coordinator(ctx, svc, req.key)
     host, port = ctx.broker.endpoint(ctx.listener)
     return {"error_code": 0, "error_message": None, "node_id": ctx.broker.broker_id,
             "host": host, "port": port}
+
+
+def _cluster_coordinator(ctx, svc, group_id: str):
+    """Cluster mode: the group's coordinator is the leader of its ``__consumer_offsets`` partition."""
+    md = ctx.broker.metadata
+    leader = md.leader(OFFSETS_TOPIC, partition_for(group_id, svc.groups.manager.num_partitions))
+    info = md.brokers().get(leader)
+    ep = info.endpoint(ctx.listener) if info is not None else None
+    if ep is None:
+        return {"error_code": errors.CoordinatorNotAvailableError.code,
+                "error_message": "the group's offsets partition has no leader", "node_id": -1,
+                "host": "", "port": -1}
+    return {"error_code": 0, "error_message": None, "node_id": leader, "host": ep[0], "port": ep[1]}
 
 
 def handle_join_group(ctx, req):
@@ -180,9 +195,10 @@ def _ranges():
         ApiKey.LIST_GROUPS: (handle_list_groups, 0, 2),
         ApiKey.DESCRIBE_GROUPS: (handle_describe_groups, 0, 4),
         ApiKey.DELETE_GROUPS: (handle_delete_groups, 0, 1),
+        # idempotent producer: Log.append checks sequences (log/producer_state.py)
+        ApiKey.INIT_PRODUCER_ID: (handle_init_producer_id, 0, 1),
     }
 
 
 # api key -> (handler, min version, max version), merged into the dispatch table's RANGES.
-# InitProducerId joins once Log.append checks sequences (log/producer_state.py).
 GROUP_RANGES = _ranges()
