@@ -196,3 +196,22 @@ def test_sigkilled_member_loses_partitions_after_session_timeout(broker):
         if proc.poll() is None:
             proc.kill()
         a.close()
+
+
+def test_static_member_restart_keeps_its_partitions_without_rebalance(broker):
+    create(broker, "st", 4)
+    a = confluent_consumer(broker, "stg", **{"group.instance.id": "inst-a", "session.timeout.ms": 10000})
+    a.subscribe(["st"])
+    b = confluent_consumer(broker, "stg")
+    b.subscribe(["st"])
+    sets = wait_assignment([a, b], disjoint_cover(4))
+    group = broker._fastkafka_coordination.groups.manager.get("stg")
+    generation = group.generation_id
+    a.close()                                 # a static member does not leave the group on close
+    assert len(group.members) == 2
+    a2 = confluent_consumer(broker, "stg", **{"group.instance.id": "inst-a", "session.timeout.ms": 10000})
+    a2.subscribe(["st"])
+    wait_assignment([a2, b], lambda s: s == sets)
+    assert group.generation_id == generation and group.state == "Stable"
+    a2.close()
+    b.close()
