@@ -146,6 +146,11 @@ class GroupCoordinator:
         for p in range(self.manager.num_partitions):
             self._locked(self.manager.load_partition, p)
 
+    def load_partitions(self, partitions) -> None:
+        """Replay some partitions: in cluster mode, those whose leader this broker has become."""
+        for p in partitions:
+            self._locked(self.manager.load_partition, p)
+
     def _check_available(self, group_id: str) -> int:
         if not self.active:
             return E.CoordinatorNotAvailableError.code

@@ -48,6 +48,11 @@ class CoordinationService:
             FileBlockStore(os.path.join(cfg.log_dirs[0], "producer_id_block")),
             block_size=cfg["producer.id.block.size"])
         self.loaded = threading.Event()
+        self._cluster = getattr(broker, "cluster", None) is not None
+        self._loaded_partitions: set[int] = set()
+        self._leadership_changed = threading.Event()
+        if self._cluster:
+            broker.metadata.listeners.append(self._leadership_changed.set)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fastkafka-group-coordinator",
                                         daemon=True)
@@ -67,9 +72,25 @@ class CoordinationService:
         # the count is fixed once the topic exists: groups hash onto the partitions it has
         return info.partitions
 
+    def _led_partitions(self) -> set[int]:
+        """Cluster mode: the ``__consumer_offsets`` partitions this broker leads (it coordinates their groups)."""
+        md, me = self.broker.metadata, self.broker.broker_id
+        return {p for p in range(self.groups.manager.num_partitions) if md.leader(OFFSETS_TOPIC, p) == me}
+
+    def _load_led(self) -> None:
+        # without replication a partition's leader never changes to another live broker, so
+        # partitions are only ever gained (at start, or when their broker comes back): load those
+        self._leadership_changed.clear()
+        new = self._led_partitions() - self._loaded_partitions
+        self.groups.load_partitions(sorted(new))
+        self._loaded_partitions |= new
+
     def _run(self) -> None:
         try:
-            self.groups.load_all()
+            if self._cluster:
+                self._load_led()
+            else:
+                self.groups.load_all()
         except Exception:
             log.exception("loading %s failed; groups stay unavailable", OFFSETS_TOPIC)
             return
@@ -82,6 +103,8 @@ class CoordinationService:
                 self.groups.shutdown()
                 return
             try:
+                if self._cluster and self._leadership_changed.is_set():
+                    self._load_led()
                 self.groups.tick()
             except Exception:  # a bug in one tick must not stop the timeouts for good
                 log.exception("group coordinator tick failed")

@@ -35,6 +35,13 @@ def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05, what: str
 
 
 def zk_client(connect: str) -> KazooClient:
+    """A kazoo client for the tests' own reads, inside ``connect``'s chroot (created if missing)."""
+    hosts, _, chroot = connect.partition("/")
+    if chroot:
+        root = zk_client(hosts)
+        root.ensure_path("/" + chroot)
+        root.stop()
+        root.close()
     c = KazooClient(hosts=connect, timeout=10.0, connection_retry={"max_tries": -1, "max_delay": 0.5})
     c.start(timeout=20)
     return c

@@ -1,0 +1,24 @@
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Cluster  # noqa: E402
+from zk import Ensemble, java_available  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ensemble(tmp_path_factory):
+    """One standalone ZooKeeper per test module; each test gets its own chroot in it."""
+    if not java_available():
+        pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
+    with Ensemble(tmp_path_factory.mktemp("zk"), size=1) as zk:
+        yield zk
+
+
+@pytest.fixture
+def cluster(ensemble, tmp_path, request):
+    """Three brokers (ids 1-3) in a chroot named after the test."""
+    with Cluster(tmp_path, f"{ensemble.connect}/{request.node.name}", 3) as c:
+        yield c

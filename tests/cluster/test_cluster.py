@@ -1,0 +1,222 @@
+"""Cluster mode end to end: real ZooKeeper, three real ``fastkafka serve`` processes, real clients."""
+import json
+import os
+import signal
+import socket
+import struct
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from fastkafka import protocol as P
+from fastkafka import records
+from fastkafka.cluster import znodes
+from fastkafka.protocol import ApiKey
+
+from harness import SESSION_MS, BrokerProc, Cluster, wait_for
+from zk import Ensemble, java_available
+
+pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
+
+NOT_LEADER = 6
+
+
+def admin(cluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+
+def settle(futures) -> None:
+    for f in futures.values():
+        f.result()
+
+
+def create(cluster, topic: str, partitions: int, bootstrap: str | None = None) -> None:
+    a = AdminClient({"bootstrap.servers": bootstrap or cluster.bootstrap})  # must outlive its futures
+    settle(a.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=15))
+
+
+def produce(bootstrap: str, topic: str, partitions, per_partition: int = 5) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 20000})
+    for part in partitions:
+        for i in range(per_partition):
+            p.produce(topic, key=b"k%d" % part, value=b"%d-%d" % (part, i), partition=part)
+    assert p.flush(30) == 0
+
+
+def consume(bootstrap: str, topic: str, partitions, expect: int, timeout: float = 30.0) -> list:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{time.monotonic_ns()}",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in partitions])
+    got, deadline = [], time.monotonic() + timeout
+    while len(got) < expect and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append((m.partition(), m.value()))
+    c.close()
+    return got
+
+
+def raw_call(port: int, key: int, version: int, body):
+    """One request on a fresh connection; the decoded response."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(P.encode_request(key, version, 1, body, "cluster-test"))
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            chunk = s.recv(65536)
+            assert chunk, "broker closed the connection"
+            buf += chunk
+        return P.decode_response(key, version, buf[4:])[1]
+
+
+def leaders(cluster, topic: str, n: int) -> dict[int, int]:
+    return {p: cluster.state(topic, p).leader for p in range(n)}
+
+
+def live_files(cluster, prefix: str) -> list[str]:
+    """Segment files of ``prefix*`` partitions not yet marked ``.deleted`` (removal itself is delayed)."""
+    return [f for b in cluster.brokers.values() for d in os.listdir(b.log_dir) if d.startswith(prefix)
+            for f in os.listdir(os.path.join(b.log_dir, d)) if not f.endswith(".deleted")]
+
+
+def owner(cluster, broker_id: int) -> int:
+    return cluster.zk.exists(znodes.broker_path(broker_id)).ephemeralOwner
+
+
+# --- the happy path: registry, spread, routing, admin ---
+
+def test_registry_spread_routing_and_admin(cluster):
+    for b in cluster.brokers.values():
+        data, stat = cluster.zk.get(znodes.broker_path(b.broker_id))
+        doc = json.loads(data)
+        assert stat.ephemeralOwner != 0
+        assert (doc["version"], doc["host"], doc["port"], doc["jmx_port"]) == (4, "127.0.0.1", b.port, -1)
+        assert doc["endpoints"] == [f"PLAINTEXT://127.0.0.1:{b.port}"] and doc["timestamp"].isdigit()
+    cid = znodes.ClusterId.decode(cluster.zk.get(znodes.CLUSTER_ID)[0]).id
+    assert len(cid) == 22 and set(cid) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+    create(cluster, "spread", 6)
+    assert set(leaders(cluster, "spread", 6).values()) == {1, 2, 3}
+    assert {r for rs in cluster.assignment("spread").values() for r in rs} == {1, 2, 3}
+    for b in cluster.brokers.values():  # every broker tells the same story
+        md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
+        assert md.cluster_id == cid and set(md.brokers) == {1, 2, 3}
+        assert md.controller_id == cluster.controller()
+        assert {p: m.leader for p, m in md.topics["spread"].partitions.items()} == leaders(cluster, "spread", 6)
+
+    produce(cluster.bootstrap, "spread", range(6))
+    got = consume(cluster.bootstrap, "spread", range(6), 30)
+    assert sorted(got) == sorted((p, b"%d-%d" % (p, i)) for p in range(6) for i in range(5))
+
+    # a non-leader refuses with NOT_LEADER_OR_FOLLOWER, the leader serves
+    lead = leaders(cluster, "spread", 6)[0]
+    other = next(b for b in cluster.brokers.values() if b.broker_id != lead)
+    batch = records.build_batch([(None, b"x", [], 1_700_000_000_000)])
+    body = {"acks": 1, "timeout_ms": 5000, "topic_data": [
+        {"name": "spread", "partition_data": [{"index": 0, "records": batch}]}]}
+    resp = raw_call(other.port, ApiKey.PRODUCE, 7, body)
+    assert resp.responses[0].partition_responses[0].error_code == NOT_LEADER
+    fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+             "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "topics": [
+                 {"topic": "spread", "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                     "partition_max_bytes": 1 << 20}]}]}
+    assert raw_call(other.port, ApiKey.FETCH, 11, fetch).responses[0].partitions[0].error_code == NOT_LEADER
+    resp = raw_call(cluster.brokers[lead].port, ApiKey.FETCH, 11, fetch)
+    assert resp.responses[0].partitions[0].error_code == 0 and resp.responses[0].partitions[0].high_watermark == 5
+
+    # partition additions and deletion go through ZooKeeper and the controller
+    a = admin(cluster)
+    settle(a.create_partitions([NewPartitions("spread", 9)], operation_timeout=15))
+    wait_for(lambda: all(cluster.state("spread", p) for p in range(9)), what="states of new partitions")
+    assert len(cluster.assignment("spread")) == 9
+    settle(a.delete_topics(["spread"], operation_timeout=15))
+    wait_for(lambda: not cluster.zk.exists(znodes.topic_path("spread")), what="topic znodes deleted")
+    assert not cluster.zk.exists(znodes.delete_topic_path("spread"))
+    wait_for(lambda: not live_files(cluster, "spread-"), what="logs deleted on every broker")
+
+
+def test_duplicate_broker_id_is_refused_and_clean_shutdown_deregisters(cluster):
+    before = owner(cluster, 2)
+    dup = BrokerProc(cluster.directory, cluster.connect, 2).start()
+    assert dup.wait_exit(30) == 1
+    assert "broker.id 2 is already registered" in dup.output()
+    assert owner(cluster, 2) == before  # the live broker's registration is untouched
+
+    t0 = time.monotonic()
+    assert cluster.brokers[3].stop() == 0
+    assert not cluster.zk.exists(znodes.broker_path(3))
+    assert time.monotonic() - t0 < 15
+
+
+# --- failures ---
+
+def test_kill_9_broker_goes_offline_and_comes_back(cluster):
+    create(cluster, "k9", 6)
+    lead = leaders(cluster, "k9", 6)
+    victim = cluster.controller() % 3 + 1  # not the controller: that is the next test
+    mine = [p for p, b in lead.items() if b == victim]
+    produce(cluster.bootstrap, "k9", range(6))
+    cluster.brokers[victim].kill()
+    wait_for(lambda: victim not in cluster.registered(), SESSION_MS / 1000 + 10, what="ephemeral node gone")
+    wait_for(lambda: all(cluster.state("k9", p).leader == -1 for p in mine), what="controller marks them offline")
+    for p in mine:
+        st = cluster.state("k9", p)
+        assert (st.leader_epoch, st.isr) == (1, (victim,))  # offline, kept for its only replica
+    live = [p for p in range(6) if p not in mine]
+    md = admin(cluster).list_topics("k9", timeout=10).topics["k9"].partitions
+    assert all(md[p].leader == -1 for p in mine) and all(md[p].leader == lead[p] for p in live)
+    produce(cluster.bootstrap, "k9", live, per_partition=1)  # the rest of the cluster carries on
+
+    cluster.brokers[victim].start()
+    wait_for(lambda: all(cluster.state("k9", p).leader == victim for p in mine), 30, what="leadership back")
+    assert all(cluster.state("k9", p).leader_epoch == 2 for p in mine)
+    got = consume(cluster.bootstrap, "k9", mine, 5 * len(mine))
+    assert len(got) == 5 * len(mine)  # its data survived kill -9
+
+
+def test_controller_killed_another_is_elected(cluster):
+    old = cluster.controller()
+    epoch = int(cluster.zk.get(znodes.CONTROLLER_EPOCH)[0])
+    cluster.brokers[old].kill()
+    new = wait_for(lambda: (c := cluster.controller()) not in (-1, old) and c, SESSION_MS / 1000 + 15,
+                   what="a new controller")
+    assert new in cluster.brokers and cluster.brokers[new].alive()
+    wait_for(lambda: int(cluster.zk.get(znodes.CONTROLLER_EPOCH)[0]) > epoch, what="epoch bumped")
+    create(cluster, "after", 4, bootstrap=cluster.brokers[new].bootstrap)
+    states = [cluster.state("after", p) for p in range(4)]
+    assert {s.leader for s in states} == set(cluster.brokers) - {old}
+    assert all(s.controller_epoch > epoch for s in states)
+
+
+def test_broker_paused_past_its_session_re_registers(cluster):
+    create(cluster, "pause", 3)
+    victim = cluster.controller() % 3 + 1
+    before = owner(cluster, victim)
+    mine = [p for p, b in leaders(cluster, "pause", 3).items() if b == victim]
+    cluster.brokers[victim].signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: victim not in cluster.registered(), SESSION_MS / 1000 + 10, what="session expired")
+        wait_for(lambda: all(cluster.state("pause", p).leader == -1 for p in mine), what="offline")
+    finally:
+        cluster.brokers[victim].signal(signal.SIGCONT)
+    wait_for(lambda: victim in cluster.registered(), 30, what="re-registered")
+    assert owner(cluster, victim) != before  # a new session
+    wait_for(lambda: all(cluster.state("pause", p).leader == victim for p in mine), 30, what="leader again")
+    produce(cluster.bootstrap, "pause", range(3), per_partition=2)
+    assert len(consume(cluster.bootstrap, "pause", range(3), 6)) == 6
+
+
+def test_zookeeper_ensemble_of_three_loses_its_leader(tmp_path):
+    if not java_available():
+        pytest.skip("zookeeper package and java needed")
+    with Ensemble(tmp_path / "zk", size=3) as zk, Cluster(tmp_path, zk.connect, 3) as cluster:
+        create(cluster, "quorum", 3)
+        sessions = {b: owner(cluster, b) for b in cluster.brokers}
+        zk.kill(zk.leader())
+        zk.wait_serving(30)
+        produce(cluster.bootstrap, "quorum", range(3))
+        create(cluster, "quorum2", 3)  # the controller still works
+        assert {owner(cluster, b) for b in cluster.brokers} == set(sessions.values())  # sessions survived
+        assert cluster.registered() == {1, 2, 3}
+        assert len(consume(cluster.bootstrap, "quorum", range(3), 15)) == 15
