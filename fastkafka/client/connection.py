@@ -76,6 +76,12 @@ class BrokerConnection:
     def __repr__(self):
         return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
     @property
     def connected(self) -> bool:
         return self._sock is not None

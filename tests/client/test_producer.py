@@ -6,7 +6,10 @@ import pytest
 from confluent_kafka import Producer as CkProducer
 from conftest import confluent_read, create_topic
 
-from fastkafka import errors
+from fastkafka import errors, records
+from fastkafka.client.connection import BrokerConnection
+from fastkafka.client.simple_consumer import FetchRequest, SimpleConsumer
+from fastkafka.protocol import ApiKey
 from fastkafka.client import (CallbackHandler, HashPartitioner, Murmur2Partitioner, Producer,
                               ProducerData, StringEncoder)
 
@@ -137,11 +140,35 @@ def test_errors_surface_sync_and_async(broker, topic):
     p.close()
 
 
-def test_bootstrap_skips_a_dead_server_and_idempotence_is_off_without_init_producer_id(broker, topic):
+def test_bootstrap_skips_a_dead_server(broker, topic):
     with Producer({"bootstrap.servers": f"127.0.0.1:1,{broker.bootstrap}", "retries": 1}) as p:
         p.send(ProducerData(topic, None, [b"z"]))
-        assert p.sender.producer_id == -1   # our broker does not offer InitProducerId yet
     assert [m.value() for m in confluent_read(broker.bootstrap, topic, 1)] == [b"z"]
+
+
+def _batch_headers(broker, topic):
+    with SimpleConsumer("127.0.0.1", broker.port) as c:
+        buf = c.fetch(FetchRequest(topic, 0, 0, 1 << 20)).buffer
+    return [b.header for b in records.iter_batches(buf)]
+
+
+def test_idempotence_follows_what_the_broker_offers(broker, topic):
+    with BrokerConnection("127.0.0.1", broker.port) as conn:
+        offered = conn.connect().supports(ApiKey.INIT_PRODUCER_ID)
+    with Producer({"bootstrap.servers": broker.bootstrap}) as p:
+        p.send(ProducerData(topic, None, [b"a", b"b"]))
+        p.send(ProducerData(topic, None, [b"c"]))
+        pid = p.sender.producer_id
+    hs = _batch_headers(broker, topic)
+    if offered:
+        assert pid >= 0
+        assert [(h.producer_id, h.base_sequence) for h in hs] == [(pid, 0), (pid, 2)]
+    else:
+        assert pid == -1 and [h.producer_id for h in hs] == [-1, -1]
+    with Producer({"bootstrap.servers": broker.bootstrap, "acks": 1}) as p:   # needs acks=all
+        p.send(ProducerData(topic, None, [b"d"]))
+        assert p.sender.producer_id == -1
+    assert [m.value() for m in confluent_read(broker.bootstrap, topic, 4)] == [b"a", b"b", b"c", b"d"]
 
 
 def test_producer_is_usable_from_many_threads(broker, topic):
