@@ -108,7 +108,13 @@ class ClusterTopicManager(TopicManager):
         n, _ = self.validate_create(name, num_partitions, replication_factor, configs, assignments)
         rf = replication_factor if replication_factor != -1 else self.config["default.replication.factor"]
         given = {a.partition_index: tuple(a.broker_ids) for a in assignments} if assignments else None
-        info = self._metadata.create_topic(name, n, configs, replication_factor=rf, assignment=given)
+        try:
+            info = self._metadata.create_topic(name, n, configs, replication_factor=rf, assignment=given)
+        except errors.TopicAlreadyExistsError:
+            # created meanwhile through another broker: let our cache catch up so callers that
+            # fall back to get() (auto-creation, __consumer_offsets) find it
+            self._metadata.wait_until(lambda: self._metadata.get(name) is not None, self._wait_s)
+            raise
         self._wait_leaders(name, range(n))
         log.info("created topic %s with %d partition(s)%s", name, n, f" and configs {configs}" if configs else "")
         return info
