@@ -2,7 +2,7 @@
 import threading
 
 import pytest
-from conftest import confluent_write, create_topic
+from rdkafka_helpers import confluent_write, create_topic
 
 from fastkafka.client import Producer, ProducerData
 from fastkafka.client.admin import AdminClient

@@ -4,7 +4,7 @@ import time
 
 import pytest
 from confluent_kafka import Producer as CkProducer
-from conftest import confluent_read, create_topic
+from rdkafka_helpers import confluent_read, create_topic
 
 from fastkafka import errors, records
 from fastkafka.client.connection import BrokerConnection

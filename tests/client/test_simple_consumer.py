@@ -1,6 +1,6 @@
 """SimpleConsumer and fetch_arrow reading what confluent-kafka (librdkafka) wrote to our broker."""
 import pytest
-from conftest import confluent_read, confluent_write, create_topic
+from rdkafka_helpers import confluent_read, confluent_write, create_topic
 
 from fastkafka import errors
 from fastkafka.client import Producer, ProducerData
