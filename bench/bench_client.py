@@ -1,0 +1,190 @@
+"""Client throughput against one fastkafka broker, all clients in the same run, alternating.
+
+Producer: fastkafka.client.Producer (async; ProducerData lists of 1000 records, and one record
+per send()) vs confluent-kafka (librdkafka, produce() per record) vs kafka-python, for 100-
+and 1000-byte values, acks=1, linger 5 ms, batch.size 1 MB for every client. Consumer:
+``SimpleConsumer.fetch_arrow`` (via the Fetcher, 8 MiB per fetch) vs confluent-kafka's
+``consume(10000)`` loop, reading the same topic from offset 0 (clock from the first data). Figures are records/s; the
+best of ``--rounds`` passes. Ratios are printed against confluent-kafka.
+
+    .venv/bin/python bench/bench_client.py [--records 300000] [--rounds 2]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+warnings.simplefilter("ignore", DeprecationWarning)
+
+from fastkafka.client import Producer, ProducerData  # noqa: E402
+from fastkafka.client.fetcher import EARLIEST, Fetcher  # noqa: E402
+from fastkafka.client.metadata import Cluster  # noqa: E402
+
+COMMON = {"acks": 1, "linger.ms": 5, "batch.size": 1_000_000}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_broker(data: str):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "fastkafka", "serve", "--override",
+                             f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data}"],
+                            cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return proc, f"127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("broker did not start")
+
+
+def ours_chunked(bootstrap, topic, n, value):
+    p = Producer({"bootstrap.servers": bootstrap, "producer.type": "async", **COMMON})
+    p.partitions_for(topic)
+    t0 = time.perf_counter()
+    chunk = [value] * 1000
+    for _ in range(n // 1000):
+        p.send(ProducerData(topic, None, chunk, partition=0))
+    p.flush()
+    dt = time.perf_counter() - t0
+    p.close()
+    return n / dt
+
+
+def ours_single(bootstrap, topic, n, value):
+    p = Producer({"bootstrap.servers": bootstrap, "producer.type": "async", **COMMON})
+    p.partitions_for(topic)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        p.send(ProducerData(topic, None, value, partition=0))
+    p.flush()
+    dt = time.perf_counter() - t0
+    p.close()
+    return n / dt
+
+
+def confluent(bootstrap, topic, n, value):
+    from confluent_kafka import Producer as CkProducer
+    p = CkProducer({"bootstrap.servers": bootstrap, "queue.buffering.max.messages": 2_000_000,
+                    "log_level": 0, **COMMON})
+    p.list_topics(topic, 10)
+    t0 = time.perf_counter()
+    produce = p.produce
+    for _ in range(n):
+        try:
+            produce(topic, value, partition=0)
+        except BufferError:
+            p.poll(0.01)
+            produce(topic, value, partition=0)
+    assert p.flush(60) == 0
+    return n / (time.perf_counter() - t0)
+
+
+def kafka_python(bootstrap, topic, n, value):
+    from kafka import KafkaProducer
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, batch_size=1_000_000,
+                      enable_idempotence=False)
+    p.partitions_for(topic)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        p.send(topic, value, partition=0)
+    p.flush()
+    dt = time.perf_counter() - t0
+    p.close()
+    return n / dt
+
+
+def read_arrow(bootstrap, topic, n):
+    cluster = Cluster({"bootstrap.servers": bootstrap, "fetch.wait.max.ms": 10})
+    f = Fetcher(cluster, fetch_size=8 << 20)
+    f.assign({(topic, 0): EARLIEST})
+    got = first = 0
+    t0 = None
+    while got < n:
+        for ms in f.poll():
+            rows = ms.to_arrow().num_rows
+            if t0 is None and rows:   # clock starts at the first data, as for confluent
+                t0, first = time.perf_counter(), rows
+            got += rows
+    dt = time.perf_counter() - t0
+    got -= first
+    f.close()
+    cluster.close()
+    return got / dt
+
+
+def read_confluent(bootstrap, topic, n):
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}",
+                  "enable.auto.commit": False, "log_level": 0, "fetch.max.bytes": 64 << 20,
+                  "max.partition.fetch.bytes": 8 << 20})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = first = 0
+    t0 = None
+    while got < n:
+        rows = sum(1 for m in c.consume(10_000, 1.0) if m.error() is None)
+        if t0 is None and rows:   # connection set-up and the first fetch are not throughput
+            t0, first = time.perf_counter(), rows
+        got += rows
+    dt = time.perf_counter() - t0
+    got -= first
+    c.close()
+    return got / dt
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args(argv)
+    data = tempfile.mkdtemp(prefix="fk-bench-client-")
+    proc, bootstrap = start_broker(data)
+    n = args.records
+    producers = [("fastkafka (lists of 1000)", ours_chunked, n), ("fastkafka (1 per send)", ours_single, n // 3),
+                 ("confluent-kafka", confluent, n), ("kafka-python", kafka_python, n // 10)]
+    best: dict[tuple[str, int], float] = {}
+    run = 0
+    try:
+        for rnd in range(args.rounds):
+            for size in (100, 1000):
+                value = os.urandom(size)
+                for name, fn, count in producers:
+                    run += 1
+                    rate = fn(bootstrap, f"p{run}", count, value)
+                    best[name, size] = max(best.get((name, size), 0), rate)
+            # consumer: one topic of 100-byte records, read by both
+            topic = f"c{rnd}"
+            ours_chunked(bootstrap, topic, n, os.urandom(100))
+            for name, fn in (("fastkafka fetch_arrow", read_arrow), ("confluent-kafka consume", read_confluent)):
+                best[name, 100] = max(best.get((name, 100), 0), fn(bootstrap, topic, n))
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        shutil.rmtree(data, ignore_errors=True)
+    print(f"records={n} rounds={args.rounds} (best of)")
+    print(f"{'client':32} {'bytes':>6} {'records/s':>12} {'vs confluent':>13}")
+    for (name, size), rate in best.items():
+        ref = best.get(("confluent-kafka consume" if "consume" in name or "arrow" in name
+                        else "confluent-kafka", size))
+        print(f"{name:32} {size:6d} {rate:12,.0f} {rate / ref:12.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
