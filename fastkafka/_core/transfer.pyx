@@ -18,6 +18,7 @@ Example::
     >>> sendfile_step(a.fileno(), fd, 0, 1) == 1
     True
 """
+from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from libc.errno cimport errno, EAGAIN, EINTR
 from posix.types cimport off_t
 from os import strerror
@@ -53,3 +54,14 @@ cpdef Py_ssize_t sendfile_step(int out_fd, int in_fd, long long offset, Py_ssize
     if err == EAGAIN:  # == EWOULDBLOCK on Linux
         return 0
     raise OSError(err, strerror(err))
+
+
+cpdef bytearray frame_buffer(Py_ssize_t size):
+    """A ``bytearray`` of ``size`` bytes whose contents are NOT initialised.
+
+    The network processor receives a large request straight into it; ``bytearray(size)`` would
+    first zero-fill it, one extra pass over a megabyte that the socket overwrites anyway.
+    """
+    if size < 0:
+        raise ValueError("negative size")
+    return PyByteArray_FromStringAndSize(NULL, size)
