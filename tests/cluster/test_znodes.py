@@ -5,14 +5,14 @@ import json
 import pytest
 
 from fastkafka import errors
-from fastkafka.cluster import assignment, session, znodes
+from fastkafka.cluster import assignment, session, znodes, zk_consumer
 from fastkafka.cluster.assignment import assign_replicas
 
 pytestmark = pytest.mark.timeout(30)
 
 
 def test_docstring_examples():
-    for mod in (znodes, assignment, session):
+    for mod in (znodes, assignment, session, zk_consumer):
         assert doctest.testmod(mod).failed == 0
 
 
