@@ -52,7 +52,9 @@ def _read_string(buf, pos):
 
 
 def encode_subscription(topics) -> bytes:
-    """>>> decode_subscription(encode_subscription(["b", "a"]))
+    """Kafka's ConsumerProtocolSubscription v0 bytes (topics sorted, no user data).
+
+    >>> decode_subscription(encode_subscription(["b", "a"]))
     ['a', 'b']
     """
     ts = sorted(topics)
@@ -69,7 +71,9 @@ def decode_subscription(buf) -> list[str]:
 
 
 def encode_assignment(tps) -> bytes:
-    """>>> sorted(decode_assignment(encode_assignment({("t", 1), ("t", 0), ("u", 2)})))
+    """Kafka's ConsumerProtocolAssignment v0 bytes.
+
+    >>> sorted(decode_assignment(encode_assignment({("t", 1), ("t", 0), ("u", 2)})))
     [('t', 0), ('t', 1), ('u', 2)]
     """
     by_topic: dict[str, list[int]] = {}

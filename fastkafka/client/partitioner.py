@@ -12,8 +12,8 @@ a whole send lands in one batch instead of being sprayed one record per partitio
 
 Example::
 
-    >>> Murmur2Partitioner().partition(b"21", 3)
-    1
+    >>> Murmur2Partitioner().partition(b"21", 3)   # (-973932308 & 0x7fffffff) % 3
+    0
     >>> HashPartitioner().partition(b"ab", 7) == (31 * ord("a") + ord("b")) % 7
     True
     >>> get_partitioner("murmur2").__class__.__name__

@@ -7,11 +7,11 @@ from confluent_kafka import Producer as CkProducer
 from rdkafka_helpers import confluent_read, create_topic
 
 from fastkafka import errors, records
+from fastkafka.client import (CallbackHandler, HashPartitioner, Murmur2Partitioner, Producer,
+                              ProducerData, StringEncoder)
 from fastkafka.client.connection import BrokerConnection
 from fastkafka.client.simple_consumer import FetchRequest, SimpleConsumer
 from fastkafka.protocol import ApiKey
-from fastkafka.client import (CallbackHandler, HashPartitioner, Murmur2Partitioner, Producer,
-                              ProducerData, StringEncoder)
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(60)]
 
