@@ -21,7 +21,7 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from . import planning
-from .broker import EARLIEST, LATEST, connect, discover, fetch_range, list_offsets
+from .broker import EARLIEST, LATEST, connect, discover, fetch_range, list_offsets, prefetched
 from .options import SourceOptions
 
 __all__ = ["BatchReader", "RangePartition", "read_range", "broker_offsets"]
@@ -49,7 +49,8 @@ def read_range(opts: SourceOptions, part: InputPartition) -> Iterator:
 
 def _read(opts, part):
     with connect(opts.bootstrap_servers, opts.request_timeout_ms) as cluster:
-        yield from fetch_range(cluster, part.topic, part.partition, part.start, part.end, opts)
+        yield from prefetched(fetch_range(cluster, part.topic, part.partition, part.start,
+                                          part.end, opts))
 
 
 def broker_offsets(cluster, tps: list) -> tuple[dict, dict]:

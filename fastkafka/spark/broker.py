@@ -15,6 +15,8 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import queue
+import threading
 from typing import Iterator
 
 import numpy as np
@@ -130,6 +132,48 @@ def spark_columns(cols, topic: str, partition: int, lo: int, hi: int,
     if include_headers:
         arrays.append(base.column(5).cast(_HEADERS_TYPE))  # Spark names the list item "element"
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(include_headers))
+
+
+_DONE = object()
+
+
+def prefetched(batches: Iterator, depth: int = 2) -> Iterator:
+    """Run ``batches`` in a thread ``depth`` items ahead of the consumer.
+
+    A Spark task's Python worker spends its time writing each Arrow batch to the JVM; the next
+    fetch (socket reads and Cython decoding, both without the GIL) proceeds meanwhile. Errors
+    are re-raised in the consumer; abandoning the generator stops the thread at its next item.
+    """
+    q: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+
+    def run():
+        try:
+            for item in batches:
+                if stop.is_set():
+                    return
+                q.put(item)
+            q.put(_DONE)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer
+            q.put(e)
+
+    t = threading.Thread(target=run, name="fastkafka-spark-fetch", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():     # unblock a put() so the thread sees ``stop``
+            try:
+                q.get(timeout=0.05)
+            except queue.Empty:
+                pass
 
 
 def fetch_range(cluster: Cluster, topic: str, partition: int, start: int, end: int,
