@@ -15,8 +15,10 @@ Example::
     >>> acc = RecordAccumulator(batch_size=10, max_messages=100)
     >>> acc.append(("t", 0), [(None, b"12345", None, None)] * 3, 15)
     True
+    >>> acc.append_one(("t", 0), (None, b"6", None, None), 4)   # 19 bytes: the 2nd batch is not done
+    False
     >>> [(tp, len(recs)) for tp, recs in acc.drain(linger_s=60)]
-    [(('t', 0), 2), (('t', 0), 1)]
+    [(('t', 0), 2), (('t', 0), 2)]
 """
 from __future__ import annotations
 
@@ -29,12 +31,22 @@ __all__ = ["RecordAccumulator"]
 
 
 class _Pending:
-    __slots__ = ("records", "nbytes", "since")
+    __slots__ = ("records", "nbytes", "since", "next_fill")
 
-    def __init__(self, now: float):
+    def __init__(self, now: float, batch_size: int):
         self.records: list = []
         self.nbytes = 0
         self.since = now
+        # nbytes at which the next batch is complete: records keep arriving while the sender
+        # is busy, and each further batch.size is a batch of its own (drain cuts them so).
+        self.next_fill = batch_size
+
+    def filled(self, batch_size: int) -> bool:
+        """True once per batch.size crossed since the last call."""
+        if self.nbytes < self.next_fill:
+            return False
+        self.next_fill = (self.nbytes // batch_size + 1) * batch_size
+        return True
 
 
 class RecordAccumulator:
@@ -44,7 +56,10 @@ class RecordAccumulator:
         self.batch_size = batch_size
         self.max_messages = max_messages
         self.enqueue_timeout_ms = enqueue_timeout_ms
-        self.cond = threading.Condition()
+        # The bare lock is what append_one takes: ``with lock`` is a C call, a Condition's
+        # __enter__ is a Python one, and append_one runs once per record.
+        self._lock = threading.Lock()
+        self.cond = threading.Condition(self._lock)
         self._parts: dict[tuple[str, int], _Pending] = {}
         self.queued = 0      # records appended and not yet released (queued or in flight)
         self.flushing = 0    # flush() callers waiting: everything is ready now
@@ -52,7 +67,8 @@ class RecordAccumulator:
 
     def append(self, tp: tuple[str, int], records: list, nbytes: int) -> bool:
         """Queue ``records`` (tuples for ``build_batch``) for ``tp``; ``nbytes`` estimates their
-        size. Returns True when the partition now holds a full batch (the sender is woken)."""
+        size. Returns True when this append completed a batch (another ``batch.size`` bytes;
+        the sender is woken): once per batch, which is when a sticky partitioner moves on."""
         n = len(records)
         with self.cond:
             if self.closed:
@@ -61,15 +77,34 @@ class RecordAccumulator:
                 self._wait_for_room(n)
             p = self._parts.get(tp)
             if p is None:
-                p = self._parts[tp] = _Pending(time.monotonic())
+                p = self._parts[tp] = _Pending(time.monotonic(), self.batch_size)
                 self.cond.notify_all()   # the sender may sleep without a deadline: give it one
             p.records.extend(records)
             p.nbytes += nbytes
             self.queued += n
-            full = p.nbytes >= self.batch_size
-            if full:
+            if p.filled(self.batch_size):
                 self.cond.notify_all()
-            return full
+                return True
+            return False
+
+    def append_one(self, tp: tuple[str, int], record: tuple, nbytes: int) -> bool:
+        """:meth:`append` for a single record, the per-call producer's path: one lock, no list.
+
+        The uncommon cases (a new partition to announce, a full queue, a closed accumulator)
+        go through :meth:`append`, so only the plain enqueue is duplicated here.
+        """
+        with self._lock:
+            p = self._parts.get(tp)
+            if p is not None and self.queued < self.max_messages and not self.closed:
+                p.records.append(record)
+                p.nbytes += nbytes
+                self.queued += 1
+                if p.nbytes < p.next_fill:
+                    return False
+                p.filled(self.batch_size)
+                self.cond.notify_all()
+                return True
+        return self.append(tp, [record], nbytes)
 
     def _wait_for_room(self, n: int) -> None:
         timeout = self.enqueue_timeout_ms

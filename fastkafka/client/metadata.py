@@ -90,6 +90,9 @@ class Cluster:
         self._conns: dict[int, BrokerConnection] = {}
         self._updated = 0.0
         self._stale = True
+        # Bumped by every refresh: callers caching derived facts (the producer's partition
+        # counts) compare it instead of paying for topic()'s freshness check per record.
+        self.generation = 0
 
     # -- connections --------------------------------------------------------------------
 
@@ -179,6 +182,7 @@ class Cluster:
                     for p in t.partitions}, bool(t.is_internal))
             self._updated = time.monotonic()
             self._stale = False
+            self.generation += 1
 
     def _fresh(self) -> bool:
         age_ms = (time.monotonic() - self._updated) * 1000

@@ -8,7 +8,8 @@ with a hash that is stable across processes (Java's ``String.hashCode`` over the
 
 Messages without a key are not given to the partitioner: the producer picks a random
 partition per :class:`~fastkafka.client.producer.ProducerData` (the "sticky" idea of KIP-480:
-a whole send lands in one batch instead of being sprayed one record per partition).
+a whole send lands in one batch instead of being sprayed one record per partition); async
+sends of one record each stick to a random partition until its batch is full.
 
 Example::
 

@@ -36,7 +36,7 @@ from fastkafka import errors
 from .accumulator import RecordAccumulator
 from .config import ClientConfig
 from .metadata import Cluster
-from .partitioner import get_partitioner
+from .partitioner import Murmur2Partitioner, get_partitioner, murmur2_partition
 from .sender import RecordMetadata, Sender
 
 __all__ = ["Producer", "ProducerData", "Encoder", "DefaultEncoder", "StringEncoder",
@@ -57,15 +57,19 @@ class ProducerData:
 
     def __init__(self, topic: str, key: Any = None, messages: Any = None, *,
                  partition: int | None = None, headers=None, timestamp: int | None = None):
+        # Built once per record by per-record callers: the common shapes are tested first.
         self.topic = topic
         self.key = key
-        if messages is None:
-            messages = []
-        elif not isinstance(messages, list):
-            messages = list(messages) if isinstance(messages, tuple) else [messages]
+        if type(messages) is not list:
+            if type(messages) is bytes:
+                messages = [messages]
+            elif messages is None:
+                messages = []
+            else:
+                messages = list(messages) if isinstance(messages, tuple) else [messages]
         self.messages = messages
         self.partition = partition
-        self.headers = list(headers) if headers else None
+        self.headers = None if headers is None else (list(headers) or None)
         self.timestamp = timestamp
 
     def __repr__(self):
@@ -136,7 +140,12 @@ class Producer:
         self.encoder = _encoder(c["serializer.class"])
         self.key_encoder = _encoder(c["key.serializer.class"])
         self.partitioner = get_partitioner(c["partitioner.class"])
+        # The default partitioner is called as the Cython function itself (one call less per record).
+        self._partition = (murmur2_partition if type(self.partitioner) is Murmur2Partitioner
+                           else self.partitioner.partition)
         self.callbacks = _encoder(c["callback.handler"])
+        self._nparts: dict[str, tuple[int, int]] = {}   # topic -> (cluster.generation, count)
+        self._sticky: dict[str, int] = {}                # topic -> partition for null keys
         self.sender = Sender(self.cluster, self.callbacks)
         self.is_async = c["producer.type"] == "async"
         self._lock = threading.Lock()          # sync mode: one send at a time on the wire
@@ -150,6 +159,10 @@ class Producer:
             self._thread = threading.Thread(target=self._run, name="fastkafka-producer-send",
                                             daemon=True)
             self._thread.start()
+        # send()'s one-record shortcut needs nothing but bytes to be queued: no encoder to
+        # run, no hook to call, a queue to put the record in.
+        self._fast = (self.is_async and self.encoder is None and self.key_encoder is None
+                      and self.callbacks is None)
 
     def __enter__(self):
         return self
@@ -163,6 +176,24 @@ class Producer:
         """Send one ProducerData or a list. Sync mode returns the acknowledged
         :class:`RecordMetadata` per batch and raises the first delivery error; async mode
         queues (blocking while the queue is full) and returns None."""
+        # One bytes record with a bytes-or-None key in async mode, the shape of a per-record
+        # loop: ~0.5 µs here instead of the general path's list building and size sums.
+        if type(data) is ProducerData and self._fast:
+            msgs = data.messages
+            if len(msgs) == 1:
+                value = msgs[0]
+                key = data.key
+                if type(value) is bytes and (key is None or type(key) is bytes):
+                    topic, partition = data.topic, data.partition
+                    if partition is None:
+                        partition = self._pick(topic, key)
+                    filled = self.accumulator.append_one(
+                        (topic, partition), (key, value, data.headers, data.timestamp),
+                        len(value) + _RECORD_OVERHEAD if key is None
+                        else len(value) + len(key) + _RECORD_OVERHEAD)
+                    if filled and key is None and data.partition is None:
+                        self._unstick(topic, partition)
+                    return None
         if self._closed:
             raise errors.KafkaError("producer is closed")
         items = [data] if isinstance(data, ProducerData) else data
@@ -193,6 +224,7 @@ class Producer:
         if self._closed:
             return
         self._closed = True
+        self._fast = False
         try:
             if self.is_async:
                 self.accumulator.wait_empty(timeout)
@@ -216,9 +248,9 @@ class Producer:
             key = self.key_encoder.to_message(key) if self.key_encoder is not None else (
                 key.encode() if isinstance(key, str) else key)
         partition = pd.partition
-        if partition is None:
-            n = len(self.cluster.partitions_for(pd.topic))
-            partition = random.randrange(n) if key is None else self.partitioner.partition(key, n)
+        if partition is None:   # an unkeyed list is one batch already: a fresh random partition
+            partition = (self._pick(pd.topic, key) if key is not None
+                         else random.randrange(self._num_partitions(pd.topic)))
         headers, ts = pd.headers, pd.timestamp
         if enc is None and values and not isinstance(values[0], (bytes, bytearray, memoryview)):
             values = [DefaultEncoder().to_message(v) for v in values]
@@ -229,6 +261,29 @@ class Producer:
         except TypeError:   # None values (tombstones)
             nbytes = sum(len(v) if v is not None else 0 for v in values) + len(values) * _RECORD_OVERHEAD
         return (pd.topic, partition), recs, nbytes
+
+    def _num_partitions(self, topic: str) -> int:
+        hit = self._nparts.get(topic)
+        if hit is not None and hit[0] == self.cluster.generation:
+            return hit[1]
+        n = len(self.cluster.topic(topic).partitions)
+        self._nparts[topic] = (self.cluster.generation, n)
+        return n
+
+    def _pick(self, topic: str, key: bytes | None) -> int:
+        """The partition for ``key``: the partitioner's choice, or for no key a random one
+        that sticks until its batch fills (KIP-480), so unkeyed sends still make big batches."""
+        if key is not None:
+            return self._partition(key, self._num_partitions(topic))
+        p = self._sticky.get(topic)
+        if p is None:
+            p = self._sticky[topic] = random.randrange(self._num_partitions(topic))
+        return p
+
+    def _unstick(self, topic: str, partition: int) -> None:
+        """KIP-480: a batch of the sticky partition is complete, the next one goes elsewhere."""
+        n = self._num_partitions(topic)
+        self._sticky[topic] = (partition + random.randrange(1, n)) % n if n > 1 else partition
 
     def _send_sync(self, chunks) -> list[RecordMetadata]:
         batch_size = self.config["batch.size"]

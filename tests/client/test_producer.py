@@ -182,3 +182,53 @@ def test_producer_is_usable_from_many_threads(broker, topic):
         p.flush()
     got = confluent_read(broker.bootstrap, topic, 200)
     assert sorted(m.value() for m in got) == sorted(f"{i}-{j}".encode() for i in range(4) for j in range(50))
+
+
+def test_one_record_per_send_keeps_keys_headers_timestamps_and_order(broker, topic):
+    """The async one-record shortcut: keyed records where murmur2 puts them, in send order,
+    with their headers and timestamps, as confluent-kafka reads them."""
+    create_topic(broker.bootstrap, topic, 3)
+    sent = [(f"k{i % 10}".encode(), f"v{i}".encode()) for i in range(300)]
+    with Producer({"bootstrap.servers": broker.bootstrap, "producer.type": "async",
+                   "batch.size": 500}) as p:
+        for k, v in sent:
+            p.send(ProducerData(topic, k, v, headers=[("i", v)], timestamp=1_700_000_000_000))
+        p.flush()
+    got = confluent_read(broker.bootstrap, topic, 300, partitions=range(3))
+    for part in range(3):
+        want = [(k, v) for k, v in sent if Murmur2Partitioner().partition(k, 3) == part]
+        assert [(m.key(), m.value()) for m in got if m.partition() == part] == want
+    assert all(m.headers() == [("i", m.value())] and m.timestamp() == (1, 1_700_000_000_000)
+               for m in got)
+
+
+def test_unkeyed_single_sends_stick_to_a_partition_until_its_batch_fills(broker, topic):
+    """KIP-480: one-record sends without a key fill one partition's batch, then move on."""
+    create_topic(broker.bootstrap, topic, 4)
+    with Producer({"bootstrap.servers": broker.bootstrap, "producer.type": "async",
+                   "batch.size": 2000, "queue.time": 60_000}) as p:
+        for i in range(400):                       # 100-byte records: a batch every ~18
+            p.send(ProducerData(topic, None, b"%099d" % i))
+        p.flush()
+    got = confluent_read(broker.bootstrap, topic, 400, partitions=range(4))
+    assert sorted(m.value() for m in got) == sorted(b"%099d" % i for i in range(400))
+    runs = 1 + sum(a.partition() != b.partition()
+                   for a, b in zip(sorted(got, key=lambda m: m.value()),
+                                   sorted(got, key=lambda m: m.value())[1:]))
+    # a new partition after each batch.size (2000 / ~112 bytes a record): 22 batches, 23 runs
+    assert 20 <= runs <= 24
+
+
+def test_one_record_sends_block_then_fail_on_a_full_queue(broker, topic):
+    p = Producer({"bootstrap.servers": broker.bootstrap, "producer.type": "async",
+                  "queue.buffering.max.messages": 5, "queue.enqueue.timeout.ms": 0,
+                  "queue.time": 60_000, "batch.size": 1 << 20})
+    p.partitions_for(topic)
+    for i in range(5):
+        p.send(ProducerData(topic, None, b"x", partition=0))
+    with pytest.raises(errors.KafkaError, match="queue full"):
+        p.send(ProducerData(topic, None, b"x", partition=0))
+    p.close()
+    with pytest.raises(errors.KafkaError, match="closed"):
+        p.send(ProducerData(topic, None, b"x", partition=0))
+    assert len(confluent_read(broker.bootstrap, topic, 5)) == 5

@@ -81,3 +81,19 @@ def test_accumulator_readiness_and_split():
         acc.append(("t", 2), [(None, b"", None, None)] * 5, 5)   # 7 + 5 > 10, no waiting
     acc.release(7)
     assert acc.queued == 0
+
+
+def test_accumulator_append_one_counts_fills_and_back_pressure():
+    acc = RecordAccumulator(batch_size=30, max_messages=3, enqueue_timeout_ms=0)
+    rec = (None, b"x" * 10, None, None)
+    assert acc.append_one(("t", 0), rec, 10) is False     # first record: a new partition
+    assert acc.append_one(("t", 0), rec, 10) is False
+    assert acc.append_one(("t", 0), rec, 10) is True      # 30 bytes: this one filled the batch
+    with pytest.raises(Exception, match="queue full"):
+        acc.append_one(("t", 0), rec, 10)                 # 3 queued = max, no waiting
+    [(tp, recs)] = acc.drain(linger_s=60)
+    assert tp == ("t", 0) and recs == [rec] * 3
+    acc.release(3)
+    acc.close()
+    with pytest.raises(Exception, match="closed"):
+        acc.append_one(("t", 0), rec, 10)
