@@ -5,6 +5,7 @@ Example::
     $ fastkafka consume orders --from-beginning --max-messages 10
     $ fastkafka consume orders --partition 0 --offset 42 --format json
     $ fastkafka consume orders --group billing --timeout-ms 5000
+    $ fastkafka consume orders --group billing --zookeeper 127.0.0.1:2181/kafka
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ EPILOG = """examples:
   fastkafka consume orders --partition 0 --offset 42 --format json
   fastkafka consume orders --timestamp 1700000000000 --format kv
   fastkafka consume orders --group billing --timeout-ms 5000   # commits as it goes
+  fastkafka consume orders --group billing --zookeeper 127.0.0.1:2181/kafka   # the seeds' ZooKeeper group
 
 Without --timeout-ms or --max-messages it runs until Ctrl-C."""
 
@@ -36,6 +38,8 @@ def _parser():
                        help="start at the first record with a timestamp >= MS (epoch ms)")
     p.add_argument("-p", "--partition", type=int, help="only this partition")
     p.add_argument("-g", "--group", help="consume as a member of this consumer group")
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                   help="with --group: keep the group and its offsets in ZooKeeper (/consumers/<group>)")
     p.add_argument("-n", "--max-messages", type=int, help="exit after this many records")
     p.add_argument("--timeout-ms", type=int, help="exit after this long without a record")
     p.add_argument("-f", "--format", choices=["value", "kv", "json"], default="value",
@@ -74,6 +78,8 @@ def _formatter(fmt):
 def _run(args) -> int:
     if args.offset is not None and args.partition is None:
         raise ToolError("--offset needs --partition")
+    if args.zookeeper and not args.group:
+        raise ToolError("--zookeeper needs --group")
     write = _formatter(args.format)
     if args.group:
         return _run_group(args, write)
@@ -113,8 +119,12 @@ def _run(args) -> int:
 
 
 def _run_group(args, write) -> int:
-    from fastkafka.client.consumer_connector import ConsumerTimeout, create_consumer
+    from fastkafka.client.consumer_connector import ConsumerTimeout
+
+    from .zookeeper_consumer import create_consumer
     props = {"group.id": args.group, "auto.offset.reset": "earliest" if args.from_beginning else "latest"}
+    if args.zookeeper:
+        props["zookeeper.connect"] = args.zookeeper
     if args.timeout_ms is not None:
         props["consumer.timeout.ms"] = args.timeout_ms
     connector = create_consumer(client_config(args, **props))

@@ -97,6 +97,13 @@ CLIENT_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("heartbeat.interval.ms", INT, 3_000, at_least(1), "Heartbeats to the group coordinator."),
     _k("metadata.refresh.interval.ms", INT, 2_000, at_least(1),
        "ConsumerConnector: how often a topic filter looks for new topics."),
+    # --- the seeds' ZooKeeper-registry consumer (fastkafka.cli.zookeeper_consumer) ---
+    _k("zookeeper.connect", STRING, "", None,
+       "host:port[/chroot] of ZooKeeper: group membership and offsets in /consumers/<group>."),
+    _k("zookeeper.session.timeout.ms", INT, 6_000, at_least(1),
+       "A consumer whose ZooKeeper session lapses this long is out of the group."),
+    _k("rebalance.max.retries", INT, 4, at_least(0), "ZooKeeper rebalance attempts after the first."),
+    _k("rebalance.backoff.ms", INT, 2_000, at_least(0), "Pause between ZooKeeper rebalance attempts."),
 ]}
 
 ALIASES = {

@@ -12,7 +12,14 @@ fetcher — heartbeats, rejoins on a rebalance, auto-commits (``enable.auto.comm
 ``auto.commit.interval.ms``), long-polls the partition leaders and hands each fetched
 message set to its stream's queue (``queued.max.message.chunks`` deep). Positions start at
 the group's committed offsets, else at ``auto.offset.reset``. ``commit_offsets()`` commits
-what the streams have handed out so far; delivery is at least once.
+what the streams have handed out so far; delivery is at least once. Before a rebalance takes
+partitions away, the streams stop handing them out and what was handed out is committed, so
+their next owner starts right after it.
+
+Membership is pluggable: by default a :class:`~fastkafka.client.group_member.GroupMember`
+(the broker's group coordinator); any object with the same ``join`` / ``heartbeat`` /
+``rejoin_needed`` / ``commit`` / ``committed`` / ``leave`` can be passed instead — the seeds'
+ZooKeeper registry is one (:mod:`fastkafka.cli.zookeeper_consumer`).
 
 Example::
 
@@ -35,7 +42,7 @@ from typing import NamedTuple
 
 from fastkafka import errors
 
-from .config import ClientConfig
+from .config import ClientConfig, ConfigException
 from .fetcher import EARLIEST, LATEST, Fetcher
 from .group_member import GroupMember
 from .metadata import Cluster
@@ -132,12 +139,13 @@ class KafkaStream:
 class ConsumerConnector:
     """Group-managed consumption; build it with :func:`create_consumer`."""
 
-    def __init__(self, config: dict | ClientConfig):
+    def __init__(self, config: dict | ClientConfig, membership=None):
         self.config = config if isinstance(config, ClientConfig) else ClientConfig(config)
         if not self.config["group.id"]:
             raise errors.InvalidGroupIdError("group.id is required for a ConsumerConnector")
         self.cluster = Cluster(self.config)
-        self.member = GroupMember(self.cluster, self.config["group.id"])
+        self.member = membership if membership is not None else GroupMember(
+            self.cluster, self.config["group.id"])
         self.fetcher = Fetcher(Cluster(self.config))   # its own connections: another thread
         self._topic_streams: dict[str, list[KafkaStream]] = {}
         self._filter: tuple[TopicFilter, list[KafkaStream]] | None = None
@@ -169,11 +177,25 @@ class ConsumerConnector:
 
     def commit_offsets(self) -> None:
         """Commit the offsets of everything the streams have handed out."""
+        self._commit(self.owned)
+
+    def _commit(self, tps) -> None:
         done = {tp: off for tp, off in self._consumed.items()
-                if tp in self.owned and self._committed.get(tp) != off}
+                if tp in tps and self._committed.get(tp) != off}
         if done:
             self.member.commit(done)
             self._committed.update(done)
+
+    def _revoke(self) -> None:
+        """Before a rejoin: streams stop handing out the owned partitions (a chunk already in a
+        stream is cut short: its generation is gone and it is no longer owned), then what they
+        did hand out is committed for the partitions' next owner."""
+        revoked, self.owned = self.owned, set()
+        self.generation_seen = None
+        try:
+            self._commit(revoked)
+        except errors.KafkaError as e:
+            log.warning("commit before rebalance failed: %s", e)
 
     def shutdown(self) -> None:
         """Stop fetching, commit (with auto-commit on), leave the group, end the streams."""
@@ -205,12 +227,14 @@ class ConsumerConnector:
         out = [s for ss in self._topic_streams.values() for s in ss]
         return out + (self._filter[1] if self._filter else [])
 
-    def _subscription(self) -> list[str]:
-        topics = set(self._topic_streams)
+    def _subscription(self) -> dict[str, int]:
+        """``{topic: streams}``; a group coordinator only looks at the topics."""
+        topics = {t: len(ss) for t, ss in self._topic_streams.items()}
         if self._filter is not None:
-            f = self._filter[0]
-            topics |= {n for n, t in self.cluster.all_topics().items() if f.matches(n, t.is_internal)}
-        return sorted(topics)
+            f, streams = self._filter
+            topics.update({n: len(streams) for n, t in self.cluster.all_topics().items()
+                           if n not in topics and f.matches(n, t.is_internal)})
+        return dict(sorted(topics.items()))
 
     def _start(self) -> None:
         if self._thread is None:
@@ -260,10 +284,7 @@ class ConsumerConnector:
                     self.commit_offsets()
                 if self._rejoin.is_set():
                     self._rejoin.clear()
-                    try:
-                        self.commit_offsets()   # hand over cleanly what we consumed
-                    except errors.KafkaError:
-                        pass
+                    self._revoke()   # hand over cleanly what we consumed
                     self._subscribed = self._subscription()
                     self._assign(self.member.join(self._subscribed))
                     continue
@@ -288,6 +309,9 @@ class ConsumerConnector:
 
     def _heartbeat_if_due(self) -> bool:
         """Heartbeat when due; False (and a rejoin asked for) when the group moved on."""
+        if self.member.rejoin_needed:   # membership that learns of rebalances by itself
+            self._rejoin.set()
+            return False
         now = time.monotonic()
         if now < self._next_hb:
             return True
@@ -308,5 +332,14 @@ def _drain_then_end(q: queue.Queue) -> None:
 
 
 def create_consumer(config: dict | ClientConfig) -> ConsumerConnector:
-    """The seeds' ``Consumer.create(consumerConfig)``."""
+    """The seeds' ``Consumer.create(consumerConfig)``, with the broker's group coordinator.
+
+    With ``zookeeper.connect`` set, use :func:`fastkafka.cli.zookeeper_consumer.create_consumer`
+    (the ZooKeeper registry lives in ``fastkafka.cluster``, which this layer does not import).
+    """
+    config = config if isinstance(config, ClientConfig) else ClientConfig(config)
+    if config["zookeeper.connect"]:
+        raise ConfigException(
+            "zookeeper.connect: create ZooKeeper-registry consumers with "
+            "fastkafka.cli.zookeeper_consumer.create_consumer")
     return ConsumerConnector(config)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from typing import Iterable
 
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
@@ -128,6 +129,9 @@ def range_assign(subscriptions: dict[str, list[str]], partitions: dict[str, list
 class GroupMember:
     """One member of ``group_id``; :meth:`join` returns this member's partitions."""
 
+    # The coordinator announces rebalances through heartbeat() answers, never on its own.
+    rejoin_needed = False
+
     def __init__(self, cluster: Cluster, group_id: str):
         self.cluster = cluster
         self.group_id = group_id
@@ -164,8 +168,9 @@ class GroupMember:
                 self._conn = None
             raise err
 
-    def join(self, topics: list[str]) -> set[tuple[str, int]]:
-        """Join (or rejoin) subscribed to ``topics``; blocks through the rebalance."""
+    def join(self, topics: Iterable[str]) -> set[tuple[str, int]]:
+        """Join (or rejoin) subscribed to ``topics`` (a ``{topic: streams}`` dict counts by its
+        keys: the coordinator's assignment is per member); blocks through the rebalance."""
         with self._lock:
             while True:
                 resp = self._request(ApiKey.JOIN_GROUP, {

@@ -68,10 +68,14 @@ def range_assign(partitions, threads, thread_ids) -> dict[int, str]:
 class ZkConsumerGroup:
     def __init__(self, connect: str, group_id: str, *, session_timeout_ms: int = 6000,
                  rebalance_max_retries: int = 4, rebalance_backoff_ms: int = 2000,
-                 on_assignment: Callable[[dict], None] | None = None, consumer_id: str | None = None):
+                 on_assignment: Callable[[dict], None] | None = None, consumer_id: str | None = None,
+                 on_revoke: Callable[[dict], None] | None = None):
         self.group_id = group_id
         self.consumer_id = consumer_id or f"{socket.gethostname()}:{uuid.uuid4()}"
         self.on_assignment = on_assignment
+        # Called with the owned partitions before a rebalance releases them: the seeds stop the
+        # fetchers and commit offsets here, so the next owner starts where this one stopped.
+        self.on_revoke = on_revoke
         self.assignment: dict[tuple[str, int], str] = {}
         self.generation = 0   # successful rebalances so far
         self._retries, self._backoff = rebalance_max_retries, rebalance_backoff_ms / 1000
@@ -93,12 +97,25 @@ class ZkConsumerGroup:
         c.ensure_path(znodes.consumer_ids_path(self.group_id))
         self._register()
         c.add_listener(self._on_state)
-        poke = lambda *_: (self._wake.set(), not self._stopped.is_set())[1]  # noqa: E731
-        c.ChildrenWatch(znodes.consumer_ids_path(self.group_id), poke)
-        c.ChildrenWatch(znodes.BROKER_IDS, poke)
+        c.ChildrenWatch(znodes.consumer_ids_path(self.group_id), self._poke)
+        c.ChildrenWatch(znodes.BROKER_IDS, self._poke)
         for topic in self._subscription:
-            c.DataWatch(znodes.topic_path(topic), poke)
+            c.DataWatch(znodes.topic_path(topic), self._poke)
         self._thread.start()
+
+    def _poke(self, *_) -> bool:
+        """A watched znode changed: rebalance. Returning False ends the watch after shutdown."""
+        self._wake.set()
+        return not self._stopped.is_set()
+
+    def resubscribe(self, subscription: Mapping[str, int]) -> None:
+        """Change ``{topic: streams}`` (a whitelist matched a new topic): re-register, rebalance."""
+        new = set(subscription) - set(self._subscription)
+        self._subscription = dict(subscription)
+        self._register()
+        for topic in new:
+            self._client.DataWatch(znodes.topic_path(topic), self._poke)
+        self._wake.set()
 
     def _register(self) -> None:
         path = znodes.consumer_id_path(self.group_id, self.consumer_id)
@@ -177,6 +194,8 @@ class ZkConsumerGroup:
                 continue
             for p, t in range_assign(parts, threads, mine).items():
                 wanted[(topic, p)] = t
+        if self.on_revoke is not None and self.assignment:
+            self.on_revoke(dict(self.assignment))
         self._release()
         claimed = {}
         for (topic, p), t in sorted(wanted.items()):
