@@ -13,10 +13,15 @@ cdef class _MmapIndex:
 
     cdef int _map(self, Py_ssize_t length) except -1
     cdef void _unmap(self) noexcept
+    cdef int _check_writable(self) except -1
+    cdef bint full(self) noexcept
 
 cdef class OffsetIndex(_MmapIndex):
     cdef int64_t floor_position(self, int64_t target_offset) noexcept
     cdef Py_ssize_t _floor_slot(self, int64_t target_offset) noexcept
+    # the entry appends of the def methods, for segment.pyx's append path (no Python call)
+    cdef int append_entry(self, int64_t offset, int64_t position) except -1
 
 cdef class TimeIndex(_MmapIndex):
     cdef Py_ssize_t _floor_slot(self, int64_t target_ts) noexcept
+    cdef int append_entry(self, int64_t timestamp, int64_t offset) except -1

@@ -102,15 +102,19 @@ cdef class _MmapIndex:
 
     @property
     def is_full(self):
+        return self.full()
+
+    cdef bint full(self) noexcept:
         return self.entries >= self.max_index_size // self.entry_size
 
     @property
     def size_in_bytes(self):
         return self.entries * self.entry_size
 
-    def _check_writable(self):
+    cdef int _check_writable(self) except -1:
         if not self.writable or self.map == NULL and self.max_index_size > 0:
             raise ValueError(f"index {self.path} is not writable or is closed")
+        return 0
 
     def reset(self):
         """Drop every entry (before a rebuild). Writer only."""
@@ -223,18 +227,22 @@ cdef class OffsetIndex(_MmapIndex):
 
     def append(self, int64_t offset, int64_t position):
         """Add an entry; offsets must increase. Writer only."""
+        self.append_entry(offset, position)
+
+    cdef int append_entry(self, int64_t offset, int64_t position) except -1:
         self._check_writable()
         cdef int64_t rel = offset - self.base_offset
         if rel < 0 or rel > INT32_MAX or position < 0 or position > INT32_MAX:
             raise ValueError(f"entry ({offset}, {position}) does not fit index {self.path}")
         if self.entries and rel <= load_i32(self.map + 8 * (self.entries - 1)):
             raise ValueError(f"offset {offset} is not larger than the last entry of {self.path}")
-        if self.is_full:
+        if self.full():
             raise ValueError(f"index {self.path} is full")
         cdef unsigned char* p = self.map + 8 * self.entries
         store_be32(p, <uint32_t>rel)
         store_be32(p + 4, <uint32_t>position)
         self.entries += 1
+        return 0
 
     def truncate_to(self, int64_t offset):
         """Remove entries with offset >= ``offset``. Writer only."""
@@ -302,6 +310,9 @@ cdef class TimeIndex(_MmapIndex):
     def append(self, int64_t timestamp, int64_t offset):
         """Add (timestamp, offset) if timestamp is larger than the last one (else a no-op); offsets
         must not go back. Writer only."""
+        self.append_entry(timestamp, offset)
+
+    cdef int append_entry(self, int64_t timestamp, int64_t offset) except -1:
         self._check_writable()
         cdef int64_t rel = offset - self.base_offset
         cdef unsigned char* last
@@ -310,15 +321,16 @@ cdef class TimeIndex(_MmapIndex):
         if self.entries:
             last = self.map + 12 * (self.entries - 1)
             if timestamp <= load_i64(last):
-                return
+                return 0
             if rel < load_i32(last + 8):
                 raise ValueError(f"offset {offset} goes back in time index {self.path}")
-        if self.is_full:
+        if self.full():
             raise ValueError(f"time index {self.path} is full")
         cdef unsigned char* p = self.map + 12 * self.entries
         store_be64(p, <uint64_t>timestamp)
         store_be32(p + 8, <uint32_t>rel)
         self.entries += 1
+        return 0
 
     def truncate_to(self, int64_t offset):
         """Remove entries with offset >= ``offset``. Writer only."""

@@ -24,8 +24,9 @@ from bisect import bisect_right
 from typing import Callable, NamedTuple
 
 from .. import errors
+from ..records import decode_columns
 from .._core import records as _records
-from .._core.segment import SegmentFile
+from .._core.segment import HAS_PRODUCER_ID, OVERSIZE_BATCH, SegmentFile, append_flags as _append_flags
 from ..config import LogConfig
 from . import retention
 from .lookup import first_record_at_or_after
@@ -36,7 +37,9 @@ from .segment import LogSegment
 from .segments import LogSegments
 from .producer_state import ProducerStateManager
 
-INT32_MAX = (1 << 31) - 1
+# module-level names: Log.append reads them as globals, not as attributes of _records
+_validate = _records.validate
+_assign_offsets = _records.assign_offsets
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -74,6 +77,19 @@ class FetchRegion(NamedTuple):
 def _region(fields: tuple) -> FetchRegion:
     # tuple.__new__ skips the NamedTuple's Python-level __new__: the fetch path builds one per read
     return tuple.__new__(FetchRegion, fields)
+
+
+def _raise_invalid(v) -> None:
+    if v.error is None:
+        raise errors.InvalidRecordError("produce request without record batches")
+    if v.error_code == errors.InvalidRecordError.code:
+        raise errors.InvalidRecordError(str(v.error))
+    raise v.error
+
+
+def _raise_oversize(mv: memoryview, max_bytes: int) -> None:
+    size = max(b[4] for b in _records.batch_index(mv, check_crc=False))
+    raise errors.MessageTooLargeError(f"batch of {size} bytes exceeds max.message.bytes {max_bytes}")
 
 
 def parse_topic_partition(dir_name: str) -> tuple[str, int]:
@@ -165,67 +181,63 @@ class Log:
         mv = memoryview(buf)
         if mv.readonly:
             mv = memoryview(bytearray(mv))   # offsets are stamped in place; callers should pass bytearrays
-        n = mv.nbytes
-        v = _records.validate(mv, records=True)
-        if v.error is not None:
-            if v.error_code == errors.InvalidRecordError.code:
-                raise errors.InvalidRecordError(str(v.error))
-            raise v.error
-        if v.batch_count == 0:
-            raise errors.InvalidRecordError("produce request without record batches")
+        v = _validate(mv, records=True)
+        if v.error is not None or v.batch_count == 0:
+            _raise_invalid(v)
         cfg = self.config
-        if n > cfg.max_message_bytes:
-            for _pos, _b, _l, _t, size in _records.batch_index(mv, check_crc=False):
-                if size > cfg.max_message_bytes:
-                    raise errors.MessageTooLargeError(
-                        f"batch of {size} bytes exceeds max.message.bytes {cfg.max_message_bytes}")
+        n = mv.nbytes
+        flags = _append_flags(mv, cfg.max_message_bytes)
+        if flags & OVERSIZE_BATCH:
+            _raise_oversize(mv, cfg.max_message_bytes)
         if n > cfg.segment_bytes:
             raise errors.RecordListTooLargeError(
                 f"{n} bytes of batches exceed segment.bytes {cfg.segment_bytes}")
-        flush_now = False
+        if cfg.compact:
+            self._require_keys(mv)
         with self._lock:
             if self.deleted:
                 raise errors.KafkaStorageError(f"log {self.topic}-{self.partition} was deleted")
             now = self.clock()
             append_time = now if cfg.log_append_time else -1
-            dup = self.producer_state.check(mv)  # issue 5: raises 45/47; a retried batch is not appended again
-            if dup is not None:
-                return LogAppendInfo(dup.first_offset, dup.last_offset, -1, self.log_start_offset)
+            if flags & HAS_PRODUCER_ID:
+                dup = self.producer_state.check(mv)  # issue 5: raises 45/47; a retried batch is not appended again
+                if dup is not None:
+                    return LogAppendInfo(dup.first_offset, dup.last_offset, -1, self.log_start_offset)
             base = self._next_offset
             try:
-                nxt = _records.assign_offsets(mv, base, leader_epoch, append_time)
-                seg = self._maybe_roll(n, base, nxt - 1, now)
-                seg.append(mv, nxt - 1, append_time if append_time >= 0 else v.max_timestamp, v.batch_count)
+                if append_time >= 0:   # LogAppendTime rewrites maxTimestamp, so the CRC too
+                    _assign_offsets(mv, base, leader_epoch, append_time)
+                seg = self._segments.active
+                if seg.size and now - seg.created_ms >= cfg.segment_ms:
+                    seg = self.roll(base, now)
+                nxt = seg.append(mv, base, leader_epoch, cfg.segment_bytes)
+                if nxt < 0:            # full (bytes, index, 32-bit relative offsets): roll
+                    nxt = self.roll(base, now).append(mv, base, leader_epoch, cfg.segment_bytes)
             except OSError as e:
                 raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
-            self._next_offset = nxt
-            self._high_watermark = nxt
-            self.producer_state.update(mv)  # issue 5
-            if self._unflushed_messages == 0:
+            self._next_offset = self._high_watermark = nxt
+            if flags & HAS_PRODUCER_ID:
+                self.producer_state.update(mv)  # issue 5
+            if not self._unflushed_messages:
                 self._first_unflushed_ms = now
             self._unflushed_messages += v.record_count
             # at most flush.messages messages, or flush.ms of age, are ever left unflushed
-            if self._unflushed_messages >= cfg.flush_messages or (
-                    now - self._first_unflushed_ms >= cfg.flush_ms):
-                flush_now = True
-            lso = self.log_start_offset
+            flush_now = (self._unflushed_messages >= cfg.flush_messages
+                         or now - self._first_unflushed_ms >= cfg.flush_ms)
+            info = tuple.__new__(LogAppendInfo, (base, nxt - 1, append_time, self.log_start_offset))
         if flush_now:
             self.flush()
         for listener in self.append_listeners:
             listener(self)
-        return LogAppendInfo(base, nxt - 1, append_time, lso)
+        return info
 
-    def _maybe_roll(self, n: int, first_offset: int, last_offset: int, now: int) -> LogSegment:
-        seg = self._segments.active
-        cfg = self.config
-        if seg.size > 0 and (
-                seg.size + n > cfg.segment_bytes
-                or now - seg.created_ms >= cfg.segment_ms
-                or (seg._offset_index or seg.offset_index()).is_full
-                or (seg._time_index or seg.time_index()).is_full
-                or last_offset - seg.base_offset > INT32_MAX):
-            return self.roll(first_offset, now)
-        return seg
+    def _require_keys(self, mv: memoryview) -> None:
+        # Compaction keeps the latest record per key, so a record without one could never be
+        # compacted: Kafka refuses it (INVALID_RECORD). The keys are decoded into columns in
+        # Cython, compressed batches included; control batches (transaction markers) are exempt.
+        if decode_columns(mv, check_crc=False).key_null_count:
+            raise errors.InvalidRecordError(
+                f"compacted topic cannot accept a record without a key ({self.topic}-{self.partition})")
 
     def roll(self, new_base: int | None = None, now: int | None = None) -> LogSegment:
         """Start a new active segment at ``new_base`` (default: the log end offset); the old one
@@ -327,7 +339,7 @@ class Log:
             best = max(segs, key=lambda s: s.max_timestamp)
             if best.max_timestamp < 0:
                 return None
-            return (best._offset_of_max_timestamp, best.max_timestamp)
+            return (best.offset_of_max_timestamp, best.max_timestamp)
         for seg in segs:
             if seg.max_timestamp < timestamp or seg.size == 0:
                 continue

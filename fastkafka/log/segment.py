@@ -2,7 +2,8 @@
 
 The segment appends whole, already validated and offset-stamped batches; it keeps a sparse offset
 index entry (and a time index entry for the largest timestamp so far) every
-``index.interval.bytes``; it answers "where is the batch containing offset o" with a floor lookup
+``index.interval.bytes`` — the write and that bookkeeping are one Cython call
+(``SegmentFile.append_batches`` with the segment's ``IndexCursor``); it answers "where is the batch containing offset o" with a floor lookup
 in the mmap'd index plus a short forward scan of batch headers (both in ``_core``).
 
 Thread-safety: ``append``, ``truncate_to``, ``roll`` and ``recover`` are writer-only (the owning
@@ -13,7 +14,7 @@ write, so it never sees a partial batch.
 Example::
 
     >>> seg = LogSegment(tmpdir, 0, LogConfig(), FileCache(), active=True)      # doctest: +SKIP
-    >>> seg.append(stamped_batches, first_offset=0); seg.read(0, 1 << 20)        # doctest: +SKIP
+    >>> seg.append(batches, 0, -1, 1 << 30); seg.read(0, 1 << 20)                 # doctest: +SKIP
     (<SegmentFile>, 0, 68)
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ import threading
 
 from .._core.index import OffsetIndex, TimeIndex
 from .._core.records import batch_index
-from .._core.segment import SegmentFile
+from .._core.segment import IndexCursor, SegmentFile
 from ..config import LogConfig
 from .files import FileCache
 
@@ -63,9 +64,9 @@ class LogSegment:
         self.size = os.stat(self.log_path).st_size
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
-        self._max_timestamp: int | None = None      # largest batch max timestamp; lazy on load
-        self._offset_of_max_timestamp = -1
-        self.bytes_since_last_index_entry = 0
+        # index bookkeeping between appends (largest timestamp so far, bytes since the last
+        # entry); None until first needed: loading it reads the time index
+        self._cursor: IndexCursor | None = None
         self._open_lock = threading.Lock()
         self.deleted = False
         self._pinned: SegmentFile | None = None
@@ -127,66 +128,46 @@ class LogSegment:
         max_size = self.config.segment_index_bytes
         oi = OffsetIndex(self.index_path, self.base_offset, max_size, True)
         ti = TimeIndex(self.time_index_path, self.base_offset, max_size, True)
+        self._index_file(oi, ti, check_crc=False)
+        return oi, ti
+
+    def _index_file(self, oi: OffsetIndex, ti: TimeIndex, check_crc: bool) -> int:
+        """Rebuild both (emptied) indexes and the cursor from the file's valid prefix, via mmap;
+        trimmed unless active. Returns the prefix's length (recovery truncates the rest)."""
         oi.reset()
         ti.reset()
-        self._max_timestamp, self._offset_of_max_timestamp = -1, -1
-        self.bytes_since_last_index_entry = 0
-        self._index_batches(oi, ti, self._scan_batches(check_crc=False))
+        cur = IndexCursor(self.config.index_interval_bytes)
+        valid = 0
+        if self.size:
+            with open(self.log_path, "rb") as fh:
+                with mmap.mmap(fh.fileno(), self.size, access=mmap.ACCESS_READ) as mm:
+                    batches = batch_index(mm, check_crc=check_crc)
+                    valid = batches[-1][0] + batches[-1][4] if batches else 0
+                    with memoryview(mm) as whole, whole[:valid] as prefix:
+                        cur.index_batches(prefix, oi, ti)
+        self._cursor = cur
         if not self.active:
             self._final_time_entry(ti)
             oi.trim()
             ti.trim()
-        return oi, ti
-
-    def _scan_batches(self, check_crc: bool) -> list[tuple[int, int, int, int, int]]:
-        """(position, base, last, max_ts, size) of the valid prefix of the file, via mmap."""
-        if self.size == 0:
-            return []
-        with open(self.log_path, "rb") as fh:
-            with mmap.mmap(fh.fileno(), self.size, access=mmap.ACCESS_READ) as mm:
-                return batch_index(mm, check_crc=check_crc)
+        return valid
 
     # --- writer side ---
-    def _index_batches(self, oi: OffsetIndex, ti: TimeIndex, batches) -> None:
-        interval = self.config.index_interval_bytes
-        max_ts, off_of_max = self._max_timestamp, self._offset_of_max_timestamp
-        since = self.bytes_since_last_index_entry
-        for pos, _base, last, batch_max_ts, size in batches:
-            if batch_max_ts > max_ts:
-                max_ts, off_of_max = batch_max_ts, last
-            if since > interval and not oi.is_full and not ti.is_full:
-                oi.append(last, pos)
-                ti.append(max_ts, off_of_max)
-                since = 0
-            since += size
-        self._max_timestamp, self._offset_of_max_timestamp = max_ts, off_of_max
-        self.bytes_since_last_index_entry = since
-
-    def append(self, buf, last_offset: int, max_timestamp: int, batch_count: int = 0) -> int:
-        """Write stamped batches (``buf``) at the end; returns their position. Writer only.
-
-        ``last_offset``/``max_timestamp`` describe the whole buffer (``batch_count`` batches, 0 if
-        unknown); per-batch index entries are worked out only when this append crosses
-        ``index.interval.bytes`` and holds more than one batch.
-        """
-        f = self.file()
-        oi = self._offset_index or self.offset_index()
-        ti = self._time_index or self.time_index()
-        if self._max_timestamp is None:
-            self._load_max_timestamp()
-        pos = f.append(buf)
-        n = f.size - pos
-        if self.bytes_since_last_index_entry + n <= self.config.index_interval_bytes:
-            self.bytes_since_last_index_entry += n
-            if max_timestamp > self._max_timestamp:
-                self._max_timestamp, self._offset_of_max_timestamp = max_timestamp, last_offset
-        elif batch_count == 1:
-            self._index_batches(oi, ti, ((pos, 0, last_offset, max_timestamp, n),))
+    def append(self, buf, next_offset: int, leader_epoch: int, max_size: int) -> int:
+        """Stamp offsets from ``next_offset`` on validated v2 batches (``buf``, writable), write
+        them at the end with their index entries; returns the next offset, or -1 (nothing
+        written) when this non-empty segment cannot take them (``max_size`` bytes, 32-bit
+        relative offsets, full index): roll. Writer only."""
+        f = self._file
+        if f is None or f.size != self.size:
+            f = self.file()
         else:
-            self._index_batches(oi, ti, [(pos + p, b, last, ts, size)
-                                         for p, b, last, ts, size in batch_index(buf, check_crc=False)])
-        self.size = pos + n     # publish last: readers bound themselves by it
-        return pos
+            self._ref = True
+        nxt = f.append_batches(buf, self._cursor or self._load_cursor(),
+                               self._offset_index or self.offset_index(),
+                               self._time_index or self.time_index(), next_offset, leader_epoch, max_size)
+        self.size = f.size     # publish last: readers bound themselves by it
+        return nxt
 
     def flush(self) -> None:
         """fdatasync the .log. Indexes are not msync'ed: they are rebuilt when found damaged, and
@@ -197,8 +178,6 @@ class LogSegment:
     def roll(self) -> None:
         """This segment stops being the active one: last time index entry, trim both indexes."""
         oi, ti = self.offset_index(), self.time_index()
-        if self._max_timestamp is None:
-            self._load_max_timestamp()
         self._final_time_entry(ti)
         oi.trim()
         ti.trim()
@@ -207,12 +186,19 @@ class LogSegment:
     def _final_time_entry(self, ti: TimeIndex) -> None:
         # Kafka's last time index entry holds the segment's largest timestamp even when it is
         # not interval-aligned, so retention can read it back after a restart.
-        if self._max_timestamp is not None and self._max_timestamp >= 0 and not ti.is_full:
-            ti.append(self._max_timestamp, self._offset_of_max_timestamp)
+        cur = self._cursor or self._load_cursor()
+        if cur.max_timestamp >= 0 and not ti.is_full:
+            ti.append(cur.max_timestamp, cur.offset_of_max_timestamp)
 
-    def _load_max_timestamp(self) -> None:
-        ts, off = self.time_index().last_entry
-        self._max_timestamp, self._offset_of_max_timestamp = ts, off
+    def _load_cursor(self) -> IndexCursor:
+        # A segment opened from disk: its largest timestamp is the time index's last entry.
+        oi, ti = self.offset_index(), self.time_index()
+        if self._cursor is None:          # (opening the indexes may have rebuilt them, and it)
+            ts, off = ti.last_entry
+            cur = IndexCursor(self.config.index_interval_bytes, ts, off)
+            cur.full = oi.is_full or ti.is_full
+            self._cursor = cur
+        return self._cursor
 
     def truncate_to(self, position: int, next_offset: int) -> None:
         """Drop everything from ``position`` (a batch boundary holding ``next_offset``). Writer only."""
@@ -221,14 +207,18 @@ class LogSegment:
         self.size = position
         self.offset_index().truncate_to(next_offset)
         self.time_index().truncate_to(next_offset)
-        self._load_max_timestamp()
-        self.bytes_since_last_index_entry = self.config.index_interval_bytes + 1 if position else 0
+        self._cursor = None
+        # the next batch gets an entry unless the segment is now empty
+        self._load_cursor().bytes_since_last_index_entry = self.config.index_interval_bytes + 1 if position else 0
 
     def recover(self) -> int:
         """Revalidate every batch (size within the file, CRC), truncate at the first invalid
         byte and rebuild both indexes. Returns the bytes dropped. Writer only (startup)."""
-        batches = self._scan_batches(check_crc=True)
-        valid = batches[-1][0] + batches[-1][4] if batches else 0
+        with self._open_lock:
+            oi = OffsetIndex(self.index_path, self.base_offset, self.config.segment_index_bytes, True)
+            ti = TimeIndex(self.time_index_path, self.base_offset, self.config.segment_index_bytes, True)
+            valid = self._index_file(oi, ti, check_crc=True)
+            self._offset_index, self._time_index = oi, ti
         dropped = self.size - valid
         if dropped:
             self._files.forget(self)       # a cached handle may be read-only
@@ -236,19 +226,6 @@ class LogSegment:
             w.truncate(valid)
             w.close()
             self.size = valid
-        with self._open_lock:
-            oi = OffsetIndex(self.index_path, self.base_offset, self.config.segment_index_bytes, True)
-            ti = TimeIndex(self.time_index_path, self.base_offset, self.config.segment_index_bytes, True)
-            oi.reset()
-            ti.reset()
-            self._max_timestamp, self._offset_of_max_timestamp = -1, -1
-            self.bytes_since_last_index_entry = 0
-            self._index_batches(oi, ti, batches)
-            if not self.active:
-                self._final_time_entry(ti)
-                oi.trim()
-                ti.trim()
-            self._offset_index, self._time_index = oi, ti
         return dropped
 
     # --- reader side ---
@@ -286,11 +263,12 @@ class LogSegment:
     @property
     def max_timestamp(self) -> int:
         """Largest timestamp in the segment (-1 when it has none). Thread-safe."""
-        if self._max_timestamp is None:
-            self.time_index()            # a rebuild computes it
-            if self._max_timestamp is None:
-                self._load_max_timestamp()
-        return self._max_timestamp
+        return (self._cursor or self._load_cursor()).max_timestamp
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        """The (last) offset of the batch holding ``max_timestamp``. Thread-safe."""
+        return (self._cursor or self._load_cursor()).offset_of_max_timestamp
 
     def largest_timestamp(self) -> int:
         """What retention judges by: the largest record timestamp, else the file's mtime (ms)."""
@@ -349,7 +327,7 @@ class LogSegment:
     def close(self) -> None:
         """Trim the active indexes (so their length gives their entries) and drop the handle."""
         with self._open_lock:
-            if self.active and self._time_index is not None and self._max_timestamp is not None:
+            if self.active and self._time_index is not None and self._cursor is not None:
                 self._final_time_entry(self._time_index)
             for idx in (self._offset_index, self._time_index):
                 if idx is not None:

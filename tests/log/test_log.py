@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fastkafka import errors
-from fastkafka.records import iter_batches
+from fastkafka.records import build_batch, iter_batches
 
 from .conftest import batch
 
@@ -146,3 +146,34 @@ def test_every_offset_reads_from_its_batch(tmp_path_factory, sizes, interval):
             got = offsets_in(log.read(off, 1))
             assert got[0] == base and got[-1] == last
     log.close()
+
+
+def test_full_index_rolls_and_multi_batch_sets_are_indexed_per_batch(make_log):
+    # 24-byte indexes: 3 offset entries, 2 time entries; the segment rolls once either is full
+    log = make_log(segment_index_bytes=24, index_interval_bytes=1)
+    for k in range(3):                   # three batches per append, timestamps rising
+        log.append(bytearray().join(batch(1, ts=1000 + 3 * k + j) for j in range(3)))
+    assert log.log_end_offset == 9
+    # each append fills a fresh index (entries for its 2nd and 3rd batch), so the next one rolls;
+    # entries name each batch's own (last offset, position), not the whole append's
+    one = len(batch(1))
+    assert [s.base_offset for s in log.segments] == [0, 3, 6]
+    for s in log.segments:
+        idx = s.offset_index()
+        assert [idx.entry(i) for i in range(idx.entries)] == [(s.base_offset + 1, one), (s.base_offset + 2, 2 * one)]
+    for off in range(9):
+        assert offsets_in(log.read(off, 1))[0] == off
+
+
+def test_compacted_topic_rejects_records_without_a_key(make_log):
+    log = make_log(cleanup_policy=("compact",))
+    log.append(batch(2, key=b"k"))
+    for codec in (0, 1):                 # uncompressed and gzip: keys are checked after decompression
+        mixed = bytearray(build_batch([(b"k", b"v", [], 1), (None, b"v", [], 2)], compression=codec))
+        with pytest.raises(errors.InvalidRecordError) as e:
+            log.append(mixed)
+        assert e.value.code == 87        # INVALID_RECORD, as Kafka answers
+    assert log.log_end_offset == 2       # nothing of a refused set was written
+    assert log.append(batch(1, key=b"k2")).base_offset == 2
+    plain = make_log(dirname="p-0")      # delete policy: keyless records are fine
+    assert plain.append(batch(2, key=None)).last_offset == 1
