@@ -160,6 +160,7 @@ class LogManager:
             self._dir_of.pop((topic, partition), None)
         if lg is None:
             return False
+        self.cleaner.forget(lg)
         lg.delete()
         return True
 

@@ -1,8 +1,11 @@
 """Compaction against a dict model: latest value per key, offsets kept, tombstones expire."""
+import os
+
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fastkafka.config import LogConfig
 from fastkafka.log import Log
+from fastkafka.log.checkpoints import OffsetCheckpointFile
 from fastkafka.log.cleaner import LogCleaner
 from fastkafka.log.scheduler import Scheduler
 from fastkafka.records import build_batch, iter_batches
@@ -12,16 +15,22 @@ from .conftest import FakeClock
 DAY = 86_400_000
 
 
-def all_records(log):
+def all_batches(log):
+    """Every batch from the log start, fetched like a consumer: the next fetch starts after the
+    last batch's lastOffset (a cleaned batch may end past its last surviving record)."""
     out, off = [], log.log_start_offset
     while off < log.log_end_offset:
         region = log.read(off, 1 << 30)
         if region.length == 0:
             break
-        recs = [r for b in iter_batches(region.read_bytes()) for r in b.records()]
-        out += [r for r in recs if r.offset >= off]
-        off = recs[-1].offset + 1 if recs else log.log_end_offset
+        batches = list(iter_batches(region.read_bytes()))
+        out += batches
+        off = batches[-1].last_offset + 1
     return out
+
+
+def all_records(log):
+    return [r for b in all_batches(log) for r in b.records()]
 
 
 ops = st.lists(st.lists(st.tuples(st.integers(0, 7), st.one_of(st.none(), st.binary(min_size=1, max_size=8))),
@@ -59,7 +68,7 @@ def test_compaction_matches_a_dict_model(tmp_path_factory, batches, codec, map_e
     assert kept == set(latest.values()) | {o for o in original if o >= active_base}
     # once delete.retention.ms has passed, tombstones in cleaned segments disappear too
     clock.advance(2 * DAY)
-    cleaner.checkpoints.clear()
+    cleaner.forget(log)           # its checkpoint: the next pass covers the whole log again
     while cleaner.clean(log, force=True):
         pass
     after2 = {r.offset: r.value for r in all_records(log)}
@@ -68,4 +77,75 @@ def test_compaction_matches_a_dict_model(tmp_path_factory, batches, codec, map_e
             assert off not in after2
         else:
             assert after2[off] == original[off][1]
+    log.close()
+
+
+def compacted_log(tmp_path, clock, name="c-0", **cfg):
+    return Log(str(tmp_path / name),
+               LogConfig().with_overrides(segment_bytes=400, cleanup_policy=("compact",),
+                                          min_cleanable_dirty_ratio=0.0, **cfg),
+               scheduler=Scheduler(clock), clock=clock, clean_shutdown=True)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 4), min_size=1, max_size=4)),
+                        min_size=2, max_size=30))
+def test_emptied_idempotent_batches_stay_as_empty_batches_with_their_producer_metadata(
+        tmp_path_factory, batches):
+    clock = FakeClock()
+    log = compacted_log(tmp_path_factory.mktemp("e"), clock)
+    seq, original, model = 0, {}, {}
+    for idempotent, keys in batches:
+        pid = dict(producer_id=7, producer_epoch=2, base_sequence=seq) if idempotent else {}
+        info = log.append(bytearray(build_batch([(b"k%d" % k, b"v", [], clock.now) for k in keys], **pid)))
+        original[info.base_offset] = (idempotent and seq, info.last_offset, len(keys))
+        seq += len(keys) if idempotent else 0
+        for i, k in enumerate(keys):
+            model[info.base_offset + i] = k
+    active_base = log.active_segment.base_offset
+    cleaner = LogCleaner(clock=clock)
+    while cleaner.clean(log):
+        pass
+    latest = {}
+    for off in sorted(o for o in model if o < active_base):
+        latest[model[off]] = off
+    survivors = set(latest.values()) | {o for o in model if o >= active_base}
+    after = all_batches(log)
+    assert {r.offset for b in after for r in b.records()} == survivors
+    by_base = {b.base_offset: b for b in after}
+    for base, (first_seq, last, count) in original.items():
+        alive = any(base <= o <= last for o in survivors)
+        b = by_base.get(base)
+        if first_seq is False:           # a plain batch is kept only while it has records
+            assert (b is not None) == alive
+            continue
+        # an idempotent batch always stays, with its whole offset and sequence range
+        assert b is not None and b.last_offset == last
+        assert (b.producer_id, b.producer_epoch, b.base_sequence) == (7, 2, first_seq)
+        assert b.base_sequence + b.last_offset_delta == first_seq + count - 1
+        assert (b.record_count == 0) == (not alive)
+    log.close()
+
+
+def test_cleaner_progress_survives_a_restart(tmp_path, clock):
+    log = compacted_log(tmp_path, clock)
+    for i in range(30):
+        log.append(bytearray(build_batch([(b"k%d" % (i % 3), b"v%d" % i, [], clock.now)])))
+    assert LogCleaner(clock=clock).clean(log)
+    checkpoint = OffsetCheckpointFile(str(tmp_path / "cleaner-offset-checkpoint")).read()
+    assert checkpoint == {("c", 0): log.active_segment.base_offset}
+    files = {s.base_offset: os.stat(s.log_path).st_ino for s in log.segments}
+    # a restarted broker's cleaner resumes at the checkpoint: nothing dirty, nothing rewritten
+    again = LogCleaner(clock=clock)
+    assert again.first_dirty_offset(log) == checkpoint[("c", 0)]
+    assert not again.clean(log)
+    assert {s.base_offset: os.stat(s.log_path).st_ino for s in log.segments} == files
+    # new data past it is cleaned, and the checkpoint moves on
+    for i in range(30, 45):
+        log.append(bytearray(build_batch([(b"k%d" % (i % 3), b"v%d" % i, [], clock.now)])))
+    assert LogCleaner(clock=clock).clean(log)
+    assert OffsetCheckpointFile(str(tmp_path / "cleaner-offset-checkpoint")).read() == {
+        ("c", 0): log.active_segment.base_offset}
+    latest = {r.key: r.value for r in all_records(log)}
+    assert latest == {b"k0": b"v42", b"k1": b"v43", b"k2": b"v44"}
     log.close()
