@@ -120,13 +120,7 @@ class ClusterTopicManager(TopicManager):
         return info
 
     def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
-        info = self._metadata.get(name)
-        if info is None:
-            raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        if count <= info.partitions:
-            raise errors.InvalidPartitionsError(
-                f"Topic currently has {info.partitions} partitions, which is higher than or equal "
-                f"to the requested {count}.")
+        info = self.validate_add_partitions(name, count)
         if validate_only:
             return
         self._metadata.set_partitions(name, count)

@@ -165,16 +165,21 @@ class TopicManager:
                 self._logs.delete_log(name, p)
         log.info("deleted topic %s", name)
 
+    def validate_add_partitions(self, name: str, count: int) -> TopicInfo:
+        """Check a CreatePartitions entry; returns the topic's current TopicInfo or raises the Kafka error."""
+        info = self._metadata.get(name)
+        if info is None:
+            raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if count <= info.partitions:
+            raise errors.InvalidPartitionsError(
+                f"Topic currently has {info.partitions} partitions, which is higher than or equal "
+                f"to the requested {count}.")
+        return info
+
     def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         """Grow ``name`` to ``count`` partitions (InvalidPartitionsError unless it grows)."""
         with self._lock:
-            info = self._metadata.get(name)
-            if info is None:
-                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-            if count <= info.partitions:
-                raise errors.InvalidPartitionsError(
-                    f"Topic currently has {info.partitions} partitions, which is higher than or equal "
-                    f"to the requested {count}.")
+            info = self.validate_add_partitions(name, count)
             if validate_only:
                 return
             self._metadata.set_partitions(name, count)
