@@ -247,53 +247,89 @@ def write_records(out: bytearray, regions: list, v, compact: bool) -> None:
             regions.append((len(out), part))
 
 
-# --- arrays of fixed-size primitives: one struct call per array --------------------------------
+# --- arrays: int32 count or compact uvarint (count + 1); -1 means null ------------------------
+# Every array codec (these, and the inline struct-array code codec.py generates) reads and writes
+# its count through the two functions below. They read/write the length themselves rather than
+# call read_len32/read_clen, so an array costs the same number of calls as with inline checks.
 
-def make_prim_array_reader(type_name: str, compact: bool, nullable: bool):
-    fmt, size = FORMATS[type_name], SIZES[type_name]
-    read_len = read_clen if compact else read_len32
+def array_count_reader(compact: bool, nullable: bool, min_size: int, what: str):
+    """``count(buf, pos) -> (n, pos)``: an array's element count, ``None`` for a null array.
 
-    def read(buf, pos):
-        n, pos = read_len(buf, pos)
+    A negative count other than a nullable array's -1 is rejected, and so is a count whose
+    elements (at least ``min_size`` bytes each) cannot fit in the bytes left, before anything is
+    allocated for them.
+    """
+    def count(buf, pos):
+        if compact:
+            n, pos = read_uvarint(buf, pos)
+            n -= 1
+        else:
+            n = _i32_unpack(buf, pos)[0]
+            pos += 4
         if n < 0:
             if nullable and n == -1:
                 return None, pos
-            raise ProtocolError(f"invalid array length {n}")
-        if n * size > len(buf) - pos:
-            raise _short(f"{type_name}[{n}]", n * size, len(buf) - pos)
-        return list(struct.unpack_from(f">{n}{fmt}", buf, pos)), pos + n * size
+            raise ProtocolError(f"invalid length {n} of {'' if nullable else 'non-nullable '}{what}")
+        if n * min_size > len(buf) - pos:
+            raise _short(f"{what}[{n}]", n * min_size, len(buf) - pos)
+        return n, pos
+
+    return count
+
+
+def array_count_writer(compact: bool, nullable: bool, what: str):
+    """``count(out, v) -> bool``: writes the count of array ``v`` (-1 for None); False if null."""
+    def count(out, v):
+        if v is None:
+            if not nullable:
+                raise ProtocolError(f"null {what} in a non-nullable field")
+            n = -1
+        else:
+            n = len(v)
+        if compact:
+            write_uvarint(out, n + 1)
+        else:
+            out += _i32_pack(n)
+        return v is not None
+
+    return count
+
+
+def make_prim_array_reader(type_name: str, compact: bool, nullable: bool):
+    """Array of a fixed-size primitive: one struct call for the whole array."""
+    fmt, size = FORMATS[type_name], SIZES[type_name]
+    count = array_count_reader(compact, nullable, size, f"{type_name} array")
+    unpack_from = struct.unpack_from
+
+    def read(buf, pos):
+        n, pos = count(buf, pos)
+        if n is None:
+            return None, pos
+        return list(unpack_from(f">{n}{fmt}", buf, pos)), pos + n * size
 
     return read
 
 
 def make_prim_array_writer(type_name: str, compact: bool, nullable: bool):
     fmt = FORMATS[type_name]
-    write_len = write_clen if compact else write_len32
+    count = array_count_writer(compact, nullable, f"{type_name} array")
+    pack = struct.pack
 
     def write(out, v):
-        if v is None:
-            if not nullable:
-                raise ProtocolError("null array in a non-nullable field")
-            write_len(out, -1)
-            return
-        write_len(out, len(v))
-        out += struct.pack(f">{len(v)}{fmt}", *v)
+        if count(out, v):
+            out += pack(f">{len(v)}{fmt}", *v)
 
     return write
 
 
 def make_array_reader(elem_read, compact: bool, nullable: bool, min_size: int):
     """Array of variable-size elements (strings); ``min_size`` bounds the count by bytes left."""
-    read_len = read_clen if compact else read_len32
+    count = array_count_reader(compact, nullable, min_size, "array")
 
     def read(buf, pos):
-        n, pos = read_len(buf, pos)
-        if n < 0:
-            if nullable and n == -1:
-                return None, pos
-            raise ProtocolError(f"invalid array length {n}")
-        if n * min_size > len(buf) - pos:
-            raise _short(f"array[{n}]", n * min_size, len(buf) - pos)
+        n, pos = count(buf, pos)
+        if n is None:
+            return None, pos
         items = []
         append = items.append
         for _ in range(n):
@@ -305,17 +341,12 @@ def make_array_reader(elem_read, compact: bool, nullable: bool, min_size: int):
 
 
 def make_array_writer(elem_write, compact: bool, nullable: bool):
-    write_len = write_clen if compact else write_len32
+    count = array_count_writer(compact, nullable, "array")
 
     def write(out, v):
-        if v is None:
-            if not nullable:
-                raise ProtocolError("null array in a non-nullable field")
-            write_len(out, -1)
-            return
-        write_len(out, len(v))
-        for x in v:
-            elem_write(out, x)
+        if count(out, v):
+            for x in v:
+                elem_write(out, x)
 
     return write
 
