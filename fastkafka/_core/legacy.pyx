@@ -143,12 +143,6 @@ cdef _corrupt(int status, Py_ssize_t pos, const unsigned char* buf, LegacyMessag
     return CorruptRecordError(text)
 
 
-cdef inline object _bytes_or_none(const unsigned char* buf, Py_ssize_t pos, int32_t n):
-    if n < 0:
-        return None
-    return PyBytes_FromStringAndSize(<const char*>buf + pos, n)
-
-
 # ----------------------------------------------------------------------------- read
 
 cdef class MessageSetInfo:
@@ -268,7 +262,7 @@ def decode(const unsigned char[::1] buf, bint check_crc=True):
         if status != MSG_OK:
             raise _corrupt(status, pos, b, &m, "")
         out.append((m.offset, m.magic, m.attributes, m.timestamp,
-                    _bytes_or_none(b, m.key_pos, m.key_len), _bytes_or_none(b, m.value_pos, m.value_len)))
+                    bytes_or_none(b, m.key_pos, m.key_len), bytes_or_none(b, m.value_pos, m.value_len)))
         pos = m.end
     return out
 

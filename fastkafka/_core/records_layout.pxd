@@ -24,6 +24,7 @@
 #   length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
 #   keyLength varint (-1 = null) | key | valueLength varint (-1 = null) | value |
 #   headerCount varint | headers: keyLength varint, key (utf-8), valueLength varint (-1 = null), value
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from fastkafka._core.byteorder cimport load_be16, load_be32, load_be64, store_be16, store_be32, store_be64
@@ -174,6 +175,14 @@ cdef struct RecordSpan:
     int64_t header_key_bytes     # sum over headers, to size column buffers
     int64_t header_value_bytes
     Py_ssize_t err_pos           # where a problem was found
+
+
+cdef inline object bytes_or_none(const unsigned char* s, Py_ssize_t pos, int32_t n):
+    """A nullable field's value (n < 0 = null) as bytes: v2 record keys/values/header values and
+    legacy message keys/values alike."""
+    if n < 0:
+        return None
+    return PyBytes_FromStringAndSize(<const char*>s + pos, n)
 
 
 cdef inline Py_ssize_t _field(const unsigned char* s, Py_ssize_t pos, Py_ssize_t rend,

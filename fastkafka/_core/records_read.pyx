@@ -78,12 +78,6 @@ cdef object _raise_record(int status, Py_ssize_t err_pos, str where):
     raise cls(f"{where}: {record_error_text(status, err_pos)}")
 
 
-cdef inline object _bytes_or_none(const unsigned char* s, Py_ssize_t pos, int32_t n):
-    if n < 0:
-        return None
-    return PyBytes_FromStringAndSize(<const char*>s + pos, n)
-
-
 def decode_records(const unsigned char[::1] stream, int64_t base_offset, int64_t base_timestamp,
                    int32_t count, *, int timestamp_type=0, int64_t max_timestamp=-1):
     """Decode an uncompressed record stream of ``count`` records into :class:`Record` objects.
@@ -123,8 +117,8 @@ def decode_records(const unsigned char[::1] stream, int64_t base_offset, int64_t
         rec = Record.__new__(Record)
         rec.offset = base_offset + r.offset_delta
         rec.timestamp = max_timestamp if log_append else base_timestamp + r.timestamp_delta
-        rec.key = _bytes_or_none(s, r.key_pos, r.key_len)
-        rec.value = _bytes_or_none(s, r.value_pos, r.value_len)
+        rec.key = bytes_or_none(s, r.key_pos, r.key_len)
+        rec.value = bytes_or_none(s, r.value_pos, r.value_len)
         headers = []
         pos = r.headers_pos
         for h in range(r.header_count):
@@ -140,7 +134,7 @@ def decode_records(const unsigned char[::1] stream, int64_t base_offset, int64_t
                 hkey = PyUnicode_DecodeUTF8(<const char*>s + hk_pos, hk_len, NULL)
             except UnicodeDecodeError as exc:
                 raise CorruptRecordError(f"record {i}: header key is not UTF-8: {exc}") from None
-            headers.append((hkey, _bytes_or_none(s, hv_pos, hv_len)))
+            headers.append((hkey, bytes_or_none(s, hv_pos, hv_len)))
         rec.headers = headers
         out.append(rec)
         pos = p
@@ -269,6 +263,18 @@ cdef inline void _set_bit(uint8_t* bitmap, int64_t i) noexcept nogil:
     bitmap[i >> 3] |= <uint8_t>(1 << (i & 7))
 
 
+cdef inline int32_t _append_value(unsigned char* data, int32_t end, const unsigned char* src,
+                                  int32_t n, uint8_t* validity, int64_t i) noexcept nogil:
+    """Append value ``i`` (``n`` bytes at ``src``, n < 0 = null) to a binary column whose data
+    ends at ``end``; returns the new end. ``validity`` is NULL for a column without nulls."""
+    if n < 0:
+        return end
+    memcpy(data + end, src, n)
+    if validity != NULL:
+        _set_bit(validity, i)
+    return end + n
+
+
 cdef void fill(Plan* plans, Py_ssize_t nplans, Out* o) noexcept nogil:
     """Pass 2: write every column; the input was framed by measure(), so no checks here."""
     cdef Py_ssize_t i, pos
@@ -293,32 +299,20 @@ cdef void fill(Plan* plans, Py_ssize_t nplans, Out* o) noexcept nogil:
             o.offsets[k] = pl.base_offset + r.offset_delta
             o.timestamps[k] = pl.max_timestamp if pl.timestamp_type else pl.base_timestamp + r.timestamp_delta
             o.ts_types[k] = pl.timestamp_type
-            if r.key_len >= 0:
-                memcpy(o.key_data + ko, s + r.key_pos, r.key_len)
-                ko += r.key_len
-                if o.key_valid != NULL:
-                    _set_bit(o.key_valid, k)
+            ko = _append_value(o.key_data, ko, s + r.key_pos, r.key_len, o.key_valid, k)
             o.key_off[k + 1] = ko
-            if r.value_len >= 0:
-                memcpy(o.value_data + vo, s + r.value_pos, r.value_len)
-                vo += r.value_len
-                if o.value_valid != NULL:
-                    _set_bit(o.value_valid, k)
+            vo = _append_value(o.value_data, vo, s + r.value_pos, r.value_len, o.value_valid, k)
             o.value_off[k + 1] = vo
             q = r.headers_pos
             for h in range(r.header_count):
                 q = read_varint(s, q, r.end, &hk_len)
-                memcpy(o.hk_data + hko, s + q, hk_len)
-                hko += hk_len
+                hko = _append_value(o.hk_data, hko, s + q, hk_len, NULL, hidx)
                 q += hk_len
                 o.hk_off[hidx + 1] = hko
                 q = read_varint(s, q, r.end, &hv_len)
-                if hv_len >= 0:
-                    memcpy(o.hv_data + hvo, s + q, hv_len)
-                    hvo += hv_len
+                hvo = _append_value(o.hv_data, hvo, s + q, hv_len, o.hv_valid, hidx)
+                if hv_len > 0:
                     q += hv_len
-                    if o.hv_valid != NULL:
-                        _set_bit(o.hv_valid, hidx)
                 o.hv_off[hidx + 1] = hvo
                 hidx += 1
             o.header_off[k + 1] = <int32_t>hidx
@@ -343,6 +337,22 @@ cdef inline object _bitmap(int64_t n, int64_t nulls):
 
 cdef inline uint8_t* _bits(object bitmap):
     return NULL if bitmap is None else <uint8_t*>PyBytes_AS_STRING(bitmap)
+
+
+cdef Py_ssize_t _frame_batches(const unsigned char* p, Py_ssize_t n, bint check_crc, int* status,
+                               int64_t* size, Py_ssize_t* count) noexcept nogil:
+    """Walk the whole batches at the start of ``p[:n]``: returns where the walk stopped, with the
+    status there (BATCH_OK at the end), the size last read and the number of whole batches."""
+    cdef Py_ssize_t pos = 0
+    status[0] = BATCH_OK
+    count[0] = 0
+    while pos < n:
+        status[0] = check_batch(p, pos, n, check_crc, size)
+        if status[0] != BATCH_OK:
+            break
+        pos += size[0]
+        count[0] += 1
+    return pos
 
 
 def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint check_crc=True,
@@ -380,19 +390,9 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
     # Frame (and checksum) the batches; the CRC is the only per-byte work here.
     if big:
         with nogil:
-            while pos < n:
-                status = check_batch(p, pos, n, check_crc, &size)
-                if status != BATCH_OK:
-                    break
-                pos += size
-                nbatches += 1
+            pos = _frame_batches(p, n, check_crc, &status, &size, &nbatches)
     else:
-        while pos < n:
-            status = check_batch(p, pos, n, check_crc, &size)
-            if status != BATCH_OK:
-                break
-            pos += size
-            nbatches += 1
+        pos = _frame_batches(p, n, check_crc, &status, &size, &nbatches)
     if status != BATCH_OK and status != BATCH_TRUNCATED and status != BATCH_SHORT_HEADER:
         raise CorruptRecordError(batch_error_text(status, p, pos, n, size))
     cdef Py_ssize_t valid = pos
