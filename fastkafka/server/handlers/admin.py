@@ -27,67 +27,62 @@ def _failure(e: Exception) -> tuple[int, str | None]:
     return errors.UnknownServerError.code, "unexpected server error"
 
 
-def _duplicates(names) -> set[str]:
-    return {n for n, c in Counter(names).items() if c > 1}
+_CREATE_TWICE = "Create topics request from client contains topic {name} more than once."
+
+
+def _each_topic(entries, name_of, act, twice: str = "topic listed more than once"):
+    """Run ``act`` on every entry of a request, each answering for itself: yields
+    ``(entry, error_code, error_message)``. A topic named twice fails every time it appears."""
+    counts = Counter(name_of(e) for e in entries)
+    for e in entries:
+        try:
+            if counts[name_of(e)] > 1:
+                raise errors.InvalidRequestError(twice.format(name=name_of(e)))
+            act(e)
+        except Exception as exc:  # noqa: BLE001 — each topic answers for itself
+            code, msg = _failure(exc)
+        else:
+            code, msg = 0, None
+        yield e, code, msg
 
 
 def handle_create_topics(ctx, req):
     topics = ctx.broker.topics
     cls = ctx.codec.api.response
-    dup = _duplicates(t.name for t in req.topics)
-    out = []
-    for t in req.topics:
-        code, msg = 0, None
-        try:
-            if t.name in dup:
-                raise errors.InvalidRequestError(f"Create topics request from client contains topic {t.name} more than once.")
-            configs = {c.name: c.value for c in t.configs}
-            if req.validate_only:
-                topics.validate_create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
-            else:
-                topics.create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
-        except Exception as e:  # noqa: BLE001 — each topic answers for itself
-            code, msg = _failure(e)
-        out.append(cls.Topics(name=t.name, error_code=code, error_message=msg))
-    return cls(throttle_time_ms=0, topics=out)
+
+    def create(t):
+        configs = {c.name: c.value for c in t.configs}
+        if req.validate_only:
+            topics.validate_create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
+        else:
+            topics.create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
+
+    return cls(throttle_time_ms=0, topics=[
+        cls.Topics(name=t.name, error_code=code, error_message=msg)
+        for t, code, msg in _each_topic(req.topics, lambda t: t.name, create, _CREATE_TWICE)])
 
 
 def handle_delete_topics(ctx, req):
-    topics = ctx.broker.topics
     cls = ctx.codec.api.response
-    dup = _duplicates(req.topic_names)
-    out = []
-    for name in req.topic_names:
-        code = 0
-        try:
-            if name in dup:
-                raise errors.InvalidRequestError("topic listed more than once")
-            topics.delete(name)
-        except Exception as e:  # noqa: BLE001
-            code, _ = _failure(e)
-        out.append(cls.Responses(name=name, error_code=code))
-    return cls(throttle_time_ms=0, responses=out)
+    return cls(throttle_time_ms=0, responses=[
+        cls.Responses(name=name, error_code=code)
+        for name, code, _ in _each_topic(req.topic_names, lambda n: n, ctx.broker.topics.delete)])
 
 
 def handle_create_partitions(ctx, req):
     topics = ctx.broker.topics
     cls = ctx.codec.api.response
-    dup = _duplicates(t.name for t in req.topics)
-    out = []
-    for t in req.topics:
-        code, msg = 0, None
-        try:
-            if t.name in dup:
-                raise errors.InvalidRequestError("topic listed more than once")
-            if t.assignments is not None:
-                me = ctx.broker.broker_id
-                if any(list(a.broker_ids) != [me] for a in t.assignments):
-                    raise errors.InvalidReplicaAssignmentError(f"every new partition must be on broker {me}")
-            topics.add_partitions(t.name, t.count, validate_only=req.validate_only)
-        except Exception as e:  # noqa: BLE001
-            code, msg = _failure(e)
-        out.append(cls.Results(name=t.name, error_code=code, error_message=msg))
-    return cls(throttle_time_ms=0, results=out)
+
+    def grow(t):
+        if t.assignments is not None:
+            me = ctx.broker.broker_id
+            if any(list(a.broker_ids) != [me] for a in t.assignments):
+                raise errors.InvalidReplicaAssignmentError(f"every new partition must be on broker {me}")
+        topics.add_partitions(t.name, t.count, validate_only=req.validate_only)
+
+    return cls(throttle_time_ms=0, results=[
+        cls.Results(name=t.name, error_code=code, error_message=msg)
+        for t, code, msg in _each_topic(req.topics, lambda t: t.name, grow)])
 
 
 def handle_delete_records(ctx, req):
