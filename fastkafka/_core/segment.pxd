@@ -15,6 +15,7 @@ cdef class SegmentFile:
     cdef readonly object path
     cdef readonly int64_t size          # bytes written so far; appends go here
     cdef readonly int64_t sync_count    # fdatasync calls made (tests count them)
+    cdef readonly int64_t appended_records   # records written by the last append_checked
     cdef readonly bint writable
 
     cdef int _check_open(self) except -1

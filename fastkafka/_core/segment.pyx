@@ -11,10 +11,12 @@
 # fdatasync when told, truncate, and the forward scan from an index position to the batch
 # containing an offset. When to flush, roll or truncate is decided by fastkafka.log.
 #
-# The produce path is two calls into this module per Log.append (append_flags before the lock,
-# SegmentFile.append_batches under it): offset stamping, the fits-in-this-segment checks, the write
-# and the sparse index bookkeeping happen in C, so Log.append's fixed cost is its Python policy only
-# (issue 3: at 16 KiB batches every 100 ns of per-append overhead is ~2.5% of os.write's time).
+# The produce path is one call into this module per Log.append in the common case
+# (SegmentFile.append_checked: validation, offset stamping, the fits-in-this-segment checks, the
+# write and the sparse index bookkeeping in C; from 256 KiB the CRC/record walk runs on a helper
+# thread, segment_helper.h, while the pwrite runs); anything else takes append_flags +
+# append_batches after records.validate. Issue 3: at 16 KiB batches every 100 ns of per-append
+# overhead is ~2.5% of os.write's time.
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from libc.errno cimport errno, EINTR
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, INT32_MAX, INT64_MIN, INT64_MAX
@@ -25,19 +27,40 @@ from posix.unistd cimport close as c_close, pread, pwrite, fdatasync, ftruncate,
 cdef extern from "<unistd.h>":
     enum: SEEK_END
 
-from fastkafka._core.records_layout cimport (batch_size_at, batch_last_offset, MAX_TIMESTAMP_OFFSET,
-                                             PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
-                                             RECORDS_OFFSET)
+from fastkafka._core.records_layout cimport (ATTRIBUTES_OFFSET, BATCH_OK, COMPRESSION_MASK,
+                                             LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET,
+                                             NOGIL_THRESHOLD, PARTITION_LEADER_EPOCH_OFFSET,
+                                             PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET, RECORDS_OFFSET,
+                                             RecordSpan, batch_last_offset, batch_size_at, check_batch,
+                                             load_be32, scan_record)
+from libc.time cimport time_t
 
 import os
 
 cdef extern from "<fcntl.h>":
     int O_CLOEXEC
 
+cdef extern from "segment_helper.h" nogil:
+    ctypedef int (*fk_check_fn)(const unsigned char*, Py_ssize_t) noexcept nogil
+    int fk_helper_post(fk_check_fn fn, const unsigned char* p, Py_ssize_t n)
+    int fk_helper_collect()
+
+cdef extern from "<time.h>" nogil:
+    cdef struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(int clk, timespec* ts)
+    enum: CLOCK_REALTIME
+
 cdef enum:
     GIL_RELEASE_BYTES = 16384   # below this a write is faster than releasing and retaking the GIL
     HEADER_NEEDED = 43          # through maxTimestamp
     SCAN_CHUNK = 4096 + 64      # one pread usually covers an index interval's worth of headers
+    # append_checked: from this size the CRC/record walk runs on the helper thread (a second
+    # core) while the pwrite runs (issue 3: ~25-40 us/MiB of validation otherwise adds to
+    # ~126 us/MiB of write); below it the hand-off (a futex wake, a few us) costs more than the
+    # overlap saves.
+    PARALLEL_CHECK_BYTES = 262144
 
 # append_flags bits: what Log.append's policy must look at more closely (0 in the common case)
 HAS_PRODUCER_ID = 1     # a batch carries a producer id: the producer state checks its sequence
@@ -57,6 +80,65 @@ cdef ssize_t _write_all(int fd, const unsigned char* p, size_t n, int64_t pos) n
         n -= w
         pos += w
     return 0
+
+
+def wall_clock_ms():
+    """Milliseconds since the epoch (CLOCK_REALTIME), like ``time.time_ns() // 1_000_000`` but
+    without the Python-level frame: the log's default clock, read once per append."""
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+# The produce-path validation of append_checked: the same checks, in the same order, as
+# records.validate(buf, records=True) -- batch framing, magic, CRC-32C, recordCount bound,
+# lastOffsetDelta, then the framing of every record of an uncompressed batch (records.pyx's
+# walk/walk_records, which its .pxd does not export; records_layout.pxd's check_batch and
+# scan_record are the shared pieces). Only a yes/no: on "no" the caller runs records.validate
+# itself for the error, so the message and code come from one place.
+cdef bint _records_frame(const unsigned char* b, int64_t size) noexcept nogil:
+    cdef RecordSpan r
+    cdef Py_ssize_t p = RECORDS_OFFSET
+    cdef int32_t expected = <int32_t>load_be32(b + RECORD_COUNT_OFFSET)
+    cdef int32_t last_delta = <int32_t>load_be32(b + LAST_OFFSET_DELTA_OFFSET)
+    cdef int64_t prev_delta = -1
+    cdef int32_t count = 0
+    while p < size:
+        if count == expected:
+            return False
+        p = scan_record(b, p, <Py_ssize_t>size, &r)
+        if p < 0:
+            return False
+        if r.offset_delta <= prev_delta or r.offset_delta > last_delta:
+            return False
+        prev_delta = r.offset_delta
+        count += 1
+    return count == expected
+
+
+cdef int _batches_valid(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t pos = 0
+    cdef int64_t size = 0
+    while pos < n:
+        if check_batch(p, pos, n, True, &size) != BATCH_OK:
+            return False
+        if (p[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_MASK) == 0 and not _records_frame(p + pos, size):
+            return False
+        pos += size
+    return True
+
+
+cdef void _stamp(unsigned char* p, Py_ssize_t n, int64_t next_offset, int32_t leader_epoch) noexcept nogil:
+    # p[0:n] frames as whole batches (checked by the caller): baseOffset and partitionLeaderEpoch,
+    # both outside the CRC
+    cdef Py_ssize_t pos = 0
+    cdef unsigned char* b
+    while pos < n:
+        b = p + pos
+        store_be64(b, <uint64_t>next_offset)
+        store_be32(b + PARTITION_LEADER_EPOCH_OFFSET, <uint32_t>leader_epoch)
+        next_offset = batch_last_offset(b) + 1
+        pos += batch_size_at(p, pos)
 
 
 cdef class SegmentFile:
@@ -149,6 +231,92 @@ cdef class SegmentFile:
             return -1
         cdef int64_t at = self._append(&buf[0], n)
         cursor.index_run(&buf[0], n, at, offset_index, time_index)
+        return nxt
+
+    def append_checked(self, unsigned char[::1] buf not None, IndexCursor cursor not None,
+                       OffsetIndex offset_index not None, TimeIndex time_index not None,
+                       int64_t next_offset, int32_t leader_epoch, int64_t max_size,
+                       int64_t max_batch_bytes):
+        """Log.append's common case in one call: validate v2 batches (as
+        ``records.validate(buf, records=True)``), stamp offsets and epoch, write them at the end and
+        index them, like ``append_batches``. Returns the next offset; the record count is left in
+        ``appended_records``.
+
+        Returns -1 with the file, its size and the indexes unchanged -- the caller then takes the
+        general path (validate, policy checks, roll, ``append_batches``), which also raises the
+        exact error -- when: the bytes do not validate; a batch carries a producer id or is over
+        ``max_batch_bytes``; the set is over ``max_size`` or does not fit this non-empty segment
+        (bytes, 32-bit relative offsets, full index). Nothing is stamped then, except when
+        validation failed on a buffer of PARALLEL_CHECK_BYTES or more: there the offsets are
+        stamped (outside the CRC) before the write, the CRC/record walk runs on a helper thread
+        (segment_helper.h, GIL released) while the pwrite runs past the published ``size`` --
+        which readers never pass -- and a failed walk truncates the file back. Not thread-safe (the Log's lock).
+
+        Example::
+
+            >>> f.append_checked(buf, IndexCursor(4096), oi, ti, 0, -1, 1 << 30, 1 << 20)  # doctest: +SKIP
+            3
+        """
+        self._check_open()
+        cdef Py_ssize_t n = buf.shape[0], pos = 0
+        cdef int64_t size = 0, nxt = next_offset, records = 0, at = self.size
+        cdef int fd = self.fd
+        cdef unsigned char* p
+        cdef const unsigned char* b
+        cdef bint ok
+        cdef ssize_t rc = 0
+        if n == 0:
+            return -1
+        p = &buf[0]
+        # headers only (no CRC): framing, the policy's exceptions, the offsets this set takes
+        while pos < n:
+            if check_batch(p, pos, n, False, &size) != BATCH_OK:
+                return -1
+            b = p + pos
+            if load_i64(b + PRODUCER_ID_OFFSET) >= 0 or size > max_batch_bytes:
+                return -1
+            records += load_i32(b + RECORD_COUNT_OFFSET)
+            nxt += <int64_t>load_i32(b + LAST_OFFSET_DELTA_OFFSET) + 1
+            pos += size
+        if n > max_size or (at and (at + n > max_size or cursor.full
+                                    or nxt - 1 - offset_index.base_offset > INT32_MAX)):
+            return -1
+        if n < PARALLEL_CHECK_BYTES:
+            if n >= NOGIL_THRESHOLD:
+                with nogil:
+                    ok = _batches_valid(p, n)
+                    if ok:
+                        _stamp(p, n, next_offset, leader_epoch)
+                        rc = _write_all(fd, p, n, at)
+            else:
+                ok = _batches_valid(p, n)
+                if ok:
+                    _stamp(p, n, next_offset, leader_epoch)
+                    rc = _write_all(fd, p, n, at)
+            if not ok:
+                return -1
+        else:
+            _stamp(p, n, next_offset, leader_epoch)
+            with nogil:
+                if fk_helper_post(_batches_valid, p, n):
+                    rc = _write_all(fd, p, n, at)
+                    ok = fk_helper_collect()
+                else:                   # helper busy with another partition's append
+                    ok = _batches_valid(p, n)
+                    if ok:
+                        rc = _write_all(fd, p, n, at)
+            if not ok:
+                # the bytes past `at` were never published; cut them so no reader, recovery or
+                # later append sees them (a failed write's partial bytes are cut the same way)
+                if ftruncate(fd, at) < 0:
+                    raise OSError(errno, os.strerror(errno), self.path)
+                return -1
+        if rc < 0:
+            # like _append: size stays at the last whole append, the next append overwrites
+            raise OSError(-rc, os.strerror(-rc), self.path)
+        self.size = at + n
+        self.appended_records = records
+        cursor.index_run(p, n, at, offset_index, time_index)
         return nxt
 
     cdef int64_t _append(self, const unsigned char* p, size_t n) except -1:

@@ -132,6 +132,7 @@ class Log:
         self._first_unflushed_ms = self.clock()   # append time of the oldest unflushed message
         self.flush_count = 0
         self.deleted = False
+        self._plain_config: LogConfig | None = None   # self.config when it allows the fast path
         self.producer_state = ProducerStateManager.recover(self)  # idempotent producer (issue 5)
 
     def __repr__(self) -> str:
@@ -181,6 +182,49 @@ class Log:
         mv = memoryview(buf)
         if mv.readonly:
             mv = memoryview(bytearray(mv))   # offsets are stamped in place; callers should pass bytearrays
+        # The common case -- plain batches (no producer id, within max.message.bytes, fitting the
+        # active segment) on a topic without LogAppendTime or compaction -- is one Cython call
+        # under the lock: validate + stamp + write + index (SegmentFile.append_checked; the CRC
+        # walk of a large set runs on a second core during the pwrite). Anything else, invalid
+        # bytes included, returns -1 having published nothing and takes _append_general, which
+        # validates first and raises exactly what it always did.
+        cfg = self.config
+        if cfg is self._plain_config or self._allows_plain(cfg):
+            with self._lock:
+                now = self.clock()
+                seg = self._segments.active
+                if not self.deleted and (not seg.size or now - seg.created_ms < cfg.segment_ms):
+                    base = self._next_offset
+                    try:
+                        nxt = seg.append_checked(mv, base, leader_epoch, cfg.segment_bytes,
+                                                 cfg.max_message_bytes)
+                    except OSError as e:
+                        raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
+                    if nxt >= 0:
+                        self._next_offset = self._high_watermark = nxt
+                        if not self._unflushed_messages:
+                            self._first_unflushed_ms = now
+                        self._unflushed_messages += seg.last_append_records
+                        flush_now = (self._unflushed_messages >= cfg.flush_messages
+                                     or now - self._first_unflushed_ms >= cfg.flush_ms)
+                        info = tuple.__new__(LogAppendInfo, (base, nxt - 1, -1, self.log_start_offset))
+                        if flush_now:
+                            self.flush()
+                        if self.append_listeners:
+                            for listener in self.append_listeners:
+                                listener(self)
+                        return info
+        return self._append_general(mv, leader_epoch)
+
+    def _allows_plain(self, cfg: LogConfig) -> bool:
+        if cfg.log_append_time or cfg.compact:
+            return False
+        self._plain_config = cfg
+        return True
+
+    def _append_general(self, mv: memoryview, leader_epoch: int) -> LogAppendInfo:
+        """Log.append's path for what append_checked leaves to policy: validate first, then
+        max.message.bytes, segment.bytes, compaction keys, producer state, LogAppendTime, rolls."""
         v = _validate(mv, records=True)
         if v.error is not None or v.batch_count == 0:
             _raise_invalid(v)

@@ -169,6 +169,25 @@ class LogSegment:
         self.size = f.size     # publish last: readers bound themselves by it
         return nxt
 
+    def append_checked(self, buf, next_offset: int, leader_epoch: int, max_size: int,
+                       max_batch_bytes: int) -> int:
+        """Log.append's common case: validate, stamp, write and index in one Cython call
+        (``SegmentFile.append_checked``); returns the next offset, or -1 with nothing written
+        when the general path must decide (see there). ``last_append_records`` is the record
+        count of a successful call. Writer only."""
+        f = self._file
+        if f is None or f.size != self.size:
+            f = self.file()
+        else:
+            self._ref = True
+        nxt = f.append_checked(buf, self._cursor or self._load_cursor(),
+                               self._offset_index or self.offset_index(),
+                               self._time_index or self.time_index(), next_offset, leader_epoch,
+                               max_size, max_batch_bytes)
+        self.size = f.size     # publish last: readers bound themselves by it
+        self.last_append_records = f.appended_records
+        return nxt
+
     def flush(self) -> None:
         """fdatasync the .log. Indexes are not msync'ed: they are rebuilt when found damaged, and
         a stale-but-valid index only makes lookups scan further. Thread-safe with appends."""
