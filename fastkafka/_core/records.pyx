@@ -20,7 +20,7 @@ from fastkafka._core.records_layout cimport (
     PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET, RECORDS_OFFSET, REC_BAD_OFFSET_DELTA,
     REC_COUNT_MISMATCH, RecordSpan, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, batch_error_text,
     batch_last_offset, batch_size_at, check_batch, load_be16, load_be32, load_be64, record_error_text,
-    scan_record, store_be16, store_be32, store_be64)
+    scan_record, walk_records, store_be16, store_be32, store_be64)
 
 from fastkafka.errors import CorruptRecordError
 from fastkafka._core.records_build import encode_records, finish_batch
@@ -106,33 +106,6 @@ cdef struct Walk:
     int status          # BATCH_* (> 0) for header problems, REC_* (< 0) for record problems
     Py_ssize_t err_pos  # absolute position of the problem
     int64_t size        # size of the failing batch, for the message
-
-
-cdef int walk_records(const unsigned char* b, Py_ssize_t size, Py_ssize_t* err_pos) noexcept nogil:
-    """Frame every record of the uncompressed batch ``b``; 0 or a REC_* status."""
-    cdef RecordSpan r
-    cdef Py_ssize_t p = RECORDS_OFFSET
-    cdef int32_t expected = <int32_t>load_be32(b + RECORD_COUNT_OFFSET)
-    cdef int32_t last_delta = <int32_t>load_be32(b + LAST_OFFSET_DELTA_OFFSET)
-    cdef int64_t prev_delta = -1
-    cdef int32_t n = 0
-    while p < size:
-        if n == expected:
-            err_pos[0] = p
-            return REC_COUNT_MISMATCH
-        p = scan_record(b, p, size, &r)
-        if p < 0:
-            err_pos[0] = r.err_pos
-            return <int>p
-        if r.offset_delta <= prev_delta or r.offset_delta > last_delta:
-            err_pos[0] = r.start
-            return REC_BAD_OFFSET_DELTA
-        prev_delta = r.offset_delta
-        n += 1
-    if n != expected:
-        err_pos[0] = p
-        return REC_COUNT_MISMATCH
-    return 0
 
 
 cdef void walk(const unsigned char* buf, Py_ssize_t n, bint check_crc, bint check_records,

@@ -292,3 +292,30 @@ cdef inline str record_error_text(int status, Py_ssize_t err_pos):
         REC_BAD_OFFSET_DELTA: "offsetDelta out of order or past lastOffsetDelta",
     }.get(status, "invalid record")
     return f"{what} at stream position {err_pos}"
+
+
+cdef inline int walk_records(const unsigned char* b, Py_ssize_t size, Py_ssize_t* err_pos) noexcept nogil:
+    """Frame every record of the uncompressed batch ``b``; 0 or a REC_* status."""
+    cdef RecordSpan r
+    cdef Py_ssize_t p = RECORDS_OFFSET
+    cdef int32_t expected = <int32_t>load_be32(b + RECORD_COUNT_OFFSET)
+    cdef int32_t last_delta = <int32_t>load_be32(b + LAST_OFFSET_DELTA_OFFSET)
+    cdef int64_t prev_delta = -1
+    cdef int32_t n = 0
+    while p < size:
+        if n == expected:
+            err_pos[0] = p
+            return REC_COUNT_MISMATCH
+        p = scan_record(b, p, size, &r)
+        if p < 0:
+            err_pos[0] = r.err_pos
+            return <int>p
+        if r.offset_delta <= prev_delta or r.offset_delta > last_delta:
+            err_pos[0] = r.start
+            return REC_BAD_OFFSET_DELTA
+        prev_delta = r.offset_delta
+        n += 1
+    if n != expected:
+        err_pos[0] = p
+        return REC_COUNT_MISMATCH
+    return 0

@@ -31,8 +31,7 @@ from fastkafka._core.records_layout cimport (ATTRIBUTES_OFFSET, BATCH_OK, COMPRE
                                              LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET,
                                              NOGIL_THRESHOLD, PARTITION_LEADER_EPOCH_OFFSET,
                                              PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET, RECORDS_OFFSET,
-                                             RecordSpan, batch_last_offset, batch_size_at, check_batch,
-                                             load_be32, scan_record)
+                                             batch_last_offset, batch_size_at, check_batch, walk_records)
 from libc.time cimport time_t
 
 import os
@@ -91,38 +90,17 @@ def wall_clock_ms():
 
 
 # The produce-path validation of append_checked: the same checks, in the same order, as
-# records.validate(buf, records=True) -- batch framing, magic, CRC-32C, recordCount bound,
-# lastOffsetDelta, then the framing of every record of an uncompressed batch (records.pyx's
-# walk/walk_records, which its .pxd does not export; records_layout.pxd's check_batch and
-# scan_record are the shared pieces). Only a yes/no: on "no" the caller runs records.validate
-# itself for the error, so the message and code come from one place.
-cdef bint _records_frame(const unsigned char* b, int64_t size) noexcept nogil:
-    cdef RecordSpan r
-    cdef Py_ssize_t p = RECORDS_OFFSET
-    cdef int32_t expected = <int32_t>load_be32(b + RECORD_COUNT_OFFSET)
-    cdef int32_t last_delta = <int32_t>load_be32(b + LAST_OFFSET_DELTA_OFFSET)
-    cdef int64_t prev_delta = -1
-    cdef int32_t count = 0
-    while p < size:
-        if count == expected:
-            return False
-        p = scan_record(b, p, <Py_ssize_t>size, &r)
-        if p < 0:
-            return False
-        if r.offset_delta <= prev_delta or r.offset_delta > last_delta:
-            return False
-        prev_delta = r.offset_delta
-        count += 1
-    return count == expected
-
-
+# records.validate(buf, records=True) -- check_batch and walk_records are records_layout.pxd's.
+# Only a yes/no: on "no" the caller runs records.validate itself for the error, so the message
+# and code come from one place.
 cdef int _batches_valid(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t pos = 0
+    cdef Py_ssize_t err_pos = 0
     cdef int64_t size = 0
     while pos < n:
         if check_batch(p, pos, n, True, &size) != BATCH_OK:
             return False
-        if (p[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_MASK) == 0 and not _records_frame(p + pos, size):
+        if (p[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_MASK) == 0 and walk_records(p + pos, size, &err_pos) != 0:
             return False
         pos += size
     return True
