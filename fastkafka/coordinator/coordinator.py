@@ -100,6 +100,9 @@ class GroupCoordinator:
         self._lock = threading.RLock()
         self._outbox: list[tuple[Callable, object]] = []
         self.active = True
+        #: cluster mode: whether this broker coordinates a ``__consumer_offsets`` partition's groups
+        #: (it leads the partition); None means every partition (embedded)
+        self.owns_partition: Callable[[int], bool] | None = None
 
     @classmethod
     def create(cls, store, *, clock: Callable[[], int] = wall_clock_ms,
@@ -154,9 +157,14 @@ class GroupCoordinator:
     def _check_available(self, group_id: str) -> int:
         if not self.active:
             return E.CoordinatorNotAvailableError.code
+        if not self._owns(self.manager.partition_for(group_id)):
+            return E.NotCoordinatorError.code      # the client asks FindCoordinator again
         if self.manager.is_loading(group_id):
             return E.CoordinatorLoadInProgressError.code
         return NONE
+
+    def _owns(self, partition: int) -> bool:
+        return self.owns_partition is None or self.owns_partition(partition)
 
     # --- JoinGroup ---
     def join_group(self, group_id: str, member_id: str, group_instance_id: str | None,
@@ -539,10 +547,11 @@ class GroupCoordinator:
         with self._lock:
             if not self.active:
                 return E.CoordinatorNotAvailableError.code, []
-            if len(self.manager._loaded) < self.manager.num_partitions:
+            owned = {p for p in range(self.manager.num_partitions) if self._owns(p)}
+            if owned - self.manager._loaded:
                 return E.CoordinatorLoadInProgressError.code, []
             return NONE, [(g.group_id, g.protocol_type or "") for g in self.manager.groups.values()
-                          if not g.is_(DEAD)]
+                          if not g.is_(DEAD) and self.manager.partition_for(g.group_id) in owned]
 
     def describe_group(self, group_id: str) -> GroupSummary:
         with self._lock:

@@ -4,7 +4,10 @@
 creates the compacted internal topic ``__consumer_offsets`` when missing, builds the
 :class:`GroupCoordinator` over its logs, and starts one thread that first loads every
 partition — groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile — and then ticks the
-coordinator (session and rebalance timeouts, offset expiry) every ``TICK_S``. :func:`stop`
+coordinator (session and rebalance timeouts, offset expiry) every ``TICK_S``. In cluster mode
+the broker coordinates only the groups of the partitions it leads: it loads those, and a group
+hashed onto another broker's partition gets NOT_COORDINATOR (so the client asks FindCoordinator
+again), while one on a led partition still loading gets COORDINATOR_LOAD_IN_PROGRESS. :func:`stop`
 answers the parked JoinGroup/SyncGroup requests with NOT_COORDINATOR so the network layer can
 drain, then stops the thread. If the broker stops without calling it, the thread notices.
 
@@ -52,6 +55,7 @@ class CoordinationService:
         self._loaded_partitions: set[int] = set()
         self._leadership_changed = threading.Event()
         if self._cluster:
+            self.groups.owns_partition = self._leads
             broker.metadata.listeners.append(self._leadership_changed.set)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fastkafka-group-coordinator",
@@ -72,10 +76,12 @@ class CoordinationService:
         # the count is fixed once the topic exists: groups hash onto the partitions it has
         return info.partitions
 
+    def _leads(self, partition: int) -> bool:
+        """Cluster mode: whether this broker leads ``__consumer_offsets-<partition>`` (and coordinates its groups)."""
+        return self.broker.metadata.leader(OFFSETS_TOPIC, partition) == self.broker.broker_id
+
     def _led_partitions(self) -> set[int]:
-        """Cluster mode: the ``__consumer_offsets`` partitions this broker leads (it coordinates their groups)."""
-        md, me = self.broker.metadata, self.broker.broker_id
-        return {p for p in range(self.groups.manager.num_partitions) if md.leader(OFFSETS_TOPIC, p) == me}
+        return {p for p in range(self.groups.manager.num_partitions) if self._leads(p)}
 
     def _load_led(self) -> None:
         # without replication a partition's leader never changes to another live broker, so

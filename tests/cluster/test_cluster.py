@@ -21,6 +21,7 @@ from zk import Ensemble, java_available
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
 
 NOT_LEADER = 6
+LOAD_IN_PROGRESS, NOT_COORDINATOR = 14, 16
 
 
 def admin(cluster) -> AdminClient:
@@ -147,6 +148,52 @@ def test_duplicate_broker_id_is_refused_and_clean_shutdown_deregisters(cluster):
     assert cluster.brokers[3].stop() == 0
     assert not cluster.zk.exists(znodes.broker_path(3))
     assert time.monotonic() - t0 < 15
+
+
+# --- group coordination: one broker per group ---
+
+def find_coordinator(port: int, group: str) -> int | None:
+    r = raw_call(port, ApiKey.FIND_COORDINATOR, 1, {"key": group, "key_type": 0})
+    return r.node_id if r.error_code == 0 else None
+
+
+def test_group_requests_to_a_broker_that_is_not_the_coordinator_get_not_coordinator(cluster):
+    create(cluster, "gt", 1)
+    group = "routed"
+    coord = wait_for(lambda: find_coordinator(cluster.brokers[1].port, group), what="a coordinator")
+    assert {find_coordinator(b.port, group) for b in cluster.brokers.values()} == {coord}
+    right = cluster.brokers[coord].port
+    wrong = [b.port for b in cluster.brokers.values() if b.broker_id != coord]
+    commit = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+              "retention_time_ms": -1, "topics": [{"name": "gt", "partitions": [
+                  {"partition_index": 0, "committed_offset": 7, "committed_metadata": ""}]}]}
+    fetch = {"group_id": group, "topics": [{"name": "gt", "partition_indexes": [0]}]}
+    join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+            "member_id": "", "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}
+
+    def commit_code(port):
+        return raw_call(port, ApiKey.OFFSET_COMMIT, 2, commit).topics[0].partitions[0].error_code
+    # the coordinator may still be loading its partitions at first: that, and only that, is 14
+    codes = []
+    wait_for(lambda: codes.append(commit_code(right)) or codes[-1] != LOAD_IN_PROGRESS, what="loaded")
+    assert codes[-1] == 0
+    r = raw_call(right, ApiKey.OFFSET_FETCH, 3, fetch)
+    assert (r.error_code, r.topics[0].partitions[0].committed_offset) == (0, 7)
+    assert raw_call(right, ApiKey.DESCRIBE_GROUPS, 0, {"groups": [group]}).groups[0].error_code == 0
+    lg = raw_call(right, ApiKey.LIST_GROUPS, 1, {})
+    assert lg.error_code == 0 and group in {g.group_id for g in lg.groups}
+    for port in wrong:
+        assert commit_code(port) == NOT_COORDINATOR
+        r = raw_call(port, ApiKey.OFFSET_FETCH, 3, fetch)
+        assert r.error_code == NOT_COORDINATOR
+        assert raw_call(port, ApiKey.OFFSET_FETCH, 1, fetch).topics[0].partitions[0].error_code == NOT_COORDINATOR
+        assert raw_call(port, ApiKey.JOIN_GROUP, 1, join).error_code == NOT_COORDINATOR
+        hb = {"group_id": group, "generation_id": 1, "member_id": "m"}
+        assert raw_call(port, ApiKey.HEARTBEAT, 1, hb).error_code == NOT_COORDINATOR
+        assert raw_call(port, ApiKey.LEAVE_GROUP, 1, {"group_id": group, "member_id": "m"}).error_code == NOT_COORDINATOR
+        assert raw_call(port, ApiKey.DESCRIBE_GROUPS, 0, {"groups": [group]}).groups[0].error_code == NOT_COORDINATOR
+        lg = raw_call(port, ApiKey.LIST_GROUPS, 1, {})  # each broker lists the groups it coordinates
+        assert lg.error_code == 0 and group not in {g.group_id for g in lg.groups}
 
 
 # --- failures ---

@@ -264,6 +264,32 @@ def test_load_in_progress_and_coordinator_shutdown():
     assert h.join()[0].error == E.CoordinatorNotAvailableError.code
 
 
+def test_groups_of_partitions_another_broker_leads_get_not_coordinator():
+    """Cluster mode: NOT_COORDINATOR sends the client back to FindCoordinator; only a partition
+    this broker leads but has not loaded yet answers COORDINATOR_LOAD_IN_PROGRESS."""
+    gc = GroupCoordinator.create(MemoryOffsetsStore(4), clock=lambda: 0, load=False)
+    mine = {gc.manager.partition_for("g")}
+    other = next(f"o{i}" for i in range(100) if gc.manager.partition_for(f"o{i}") not in mine)
+    gc.owns_partition = mine.__contains__
+    tp = [("t", 0)]
+    assert gc.fetch_offsets("g", tp)[0] == E.CoordinatorLoadInProgressError.code
+    assert gc.list_groups()[0] == E.CoordinatorLoadInProgressError.code
+    gc.load_partitions(mine)                       # only what it leads is ever loaded
+    assert gc.fetch_offsets("g", tp) == (0, {("t", 0): None})
+    assert gc.commit_offsets("g", "", -1, {("t", 0): OffsetAndMetadata(3, "", 0)}) == {("t", 0): 0}
+    not_coord = E.NotCoordinatorError.code
+    assert gc.fetch_offsets(other, tp)[0] == not_coord
+    assert gc.heartbeat(other, 1, "m") == not_coord
+    assert gc.leave_group(other, "m") == not_coord
+    assert gc.commit_offsets(other, "", -1, {("t", 0): OffsetAndMetadata(3, "", 0)}) == {("t", 0): not_coord}
+    assert gc.describe_group(other).error == not_coord
+    assert gc.delete_groups([other]) == {other: not_coord}
+    box = []
+    gc.join_group(other, "", None, "c", "/h", 10_000, 10_000, "consumer", PROTO, box.append)
+    assert box[0].error == not_coord
+    assert gc.list_groups() == (0, [("g", "")])
+
+
 def test_storage_failure_on_sync_answers_error_and_rebalances():
     h = Harness()
     a = h.join()
