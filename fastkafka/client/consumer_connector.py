@@ -111,11 +111,15 @@ class KafkaStream:
         return self
 
     def __next__(self) -> MessageAndMetadata:
+        c = self._connector
         while True:
-            m = next(self._current, None)
-            if m is not None:
-                self._connector._consumed[m.topic, m.partition] = m.offset + 1
-                return m
+            # the ownership check (in _messages) and the record of what was handed out are one
+            # step, so a revocation's commit covers every message handed out before it
+            with c._handout:
+                m = next(self._current, None)
+                if m is not None:
+                    c._consumed[m.topic, m.partition] = m.offset + 1
+                    return m
             try:
                 chunk = self.queue.get(timeout=self._timeout)
             except queue.Empty:
@@ -149,8 +153,12 @@ class ConsumerConnector:
         self.fetcher = Fetcher(Cluster(self.config))   # its own connections: another thread
         self._topic_streams: dict[str, list[KafkaStream]] = {}
         self._filter: tuple[TopicFilter, list[KafkaStream]] | None = None
+        # owned/generation_seen change together, and _consumed grows, under _handout
+        self._handout = threading.Lock()
         self.owned: set[tuple[str, int]] = set()
         self.generation_seen = -1
+        self._session_timeout = self.config["session.timeout.ms"] / 1000
+        self._last_heard = time.monotonic()   # the membership's last sign of life
         self._consumed: dict[tuple[str, int], int] = {}
         self._committed: dict[tuple[str, int], int] = {}
         self._stop = threading.Event()
@@ -180,8 +188,9 @@ class ConsumerConnector:
         self._commit(self.owned)
 
     def _commit(self, tps) -> None:
-        done = {tp: off for tp, off in self._consumed.items()
-                if tp in tps and self._committed.get(tp) != off}
+        with self._handout:    # the streams' threads add partitions to _consumed
+            done = {tp: off for tp, off in self._consumed.items()
+                    if tp in tps and self._committed.get(tp) != off}
         if done:
             self.member.commit(done)
             self._committed.update(done)
@@ -190,15 +199,18 @@ class ConsumerConnector:
         """Before a rejoin: streams stop handing out the owned partitions (a chunk already in a
         stream is cut short: its generation is gone and it is no longer owned), then what they
         did hand out is committed for the partitions' next owner."""
-        revoked, self.owned = self.owned, set()
-        self.generation_seen = None
+        with self._handout:
+            revoked, self.owned = self.owned, set()
+            self.generation_seen = None
         try:
             self._commit(revoked)
         except errors.KafkaError as e:
             log.warning("commit before rebalance failed: %s", e)
 
     def shutdown(self) -> None:
-        """Stop fetching, commit (with auto-commit on), leave the group, end the streams."""
+        """Stop fetching, commit (with auto-commit on), leave the group, end the streams.
+
+        Afterwards ``owned`` is empty: the partitions are the group's other members' now."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(30)
@@ -208,6 +220,8 @@ class ConsumerConnector:
         except errors.KafkaError as e:
             log.warning("final commit failed: %s", e)
         self.member.leave()
+        with self._handout:
+            self.owned, self.generation_seen = set(), None
         for s in self._all_streams():
             try:
                 s.queue.put_nowait(_END)
@@ -247,8 +261,10 @@ class ConsumerConnector:
 
     def _assign(self, tps: set[tuple[str, int]]) -> None:
         """Positions from committed offsets (else auto.offset.reset); map partitions to streams."""
-        self.generation_seen = self.member.generation
-        self.owned = set(tps)
+        self._last_heard = time.monotonic()
+        with self._handout:
+            self.generation_seen = self.member.generation
+            self.owned = set(tps)
         self.fetcher.unassign(list(self.fetcher.positions))
         committed = self.member.committed(tps)
         default = EARLIEST if self.config["auto.offset.reset"] == "earliest" else LATEST
@@ -289,6 +305,8 @@ class ConsumerConnector:
                     self._assign(self.member.join(self._subscribed))
                     continue
                 for ms in self.fetcher.poll():
+                    if self._rejoin.is_set():
+                        break    # the rest belongs to a generation that is over
                     stream = self._route.get((ms.topic, ms.partition))
                     if stream is not None and len(ms.buffer):
                         self._put(stream, ms)
@@ -308,15 +326,27 @@ class ConsumerConnector:
                     return
 
     def _heartbeat_if_due(self) -> bool:
-        """Heartbeat when due; False (and a rejoin asked for) when the group moved on."""
-        if self.member.rejoin_needed:   # membership that learns of rebalances by itself
+        """Heartbeat when due; False (and a rejoin asked for) when the group moved on.
+
+        No heartbeat answered for ``session.timeout.ms`` (coordinator unreachable, this thread
+        stalled) counts as moved on: the coordinator has expelled this member and given its
+        partitions to others by now, so it must stop handing them out before anything else.
+        """
+        if self.member.rejoin_needed:   # a refused commit, or a membership that learns by itself
             self._rejoin.set()
             return False
         now = time.monotonic()
+        if now - self._last_heard >= self._session_timeout:
+            if self.owned:
+                log.warning("consumer connector: no heartbeat answered for %.1f s; giving up "
+                            "%d partitions and rejoining", now - self._last_heard, len(self.owned))
+            self._rejoin.set()
+            return False
         if now < self._next_hb:
             return True
         self._next_hb = now + self.config["heartbeat.interval.ms"] / 1000
-        if self.member.heartbeat():
+        if self.member.heartbeat():     # raises when unanswered: _last_heard stays
+            self._last_heard = now      # the coordinator's deadline counts from after ``now``
             return True
         self._rejoin.set()
         return False

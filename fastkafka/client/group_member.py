@@ -38,8 +38,9 @@ __all__ = ["GroupMember", "encode_subscription", "decode_subscription", "encode_
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_REJOIN = (errors.RebalanceInProgressError, errors.IllegalGenerationError,
-           errors.UnknownMemberIdError)
+_REJOIN_CODES = frozenset(e.code for e in (errors.RebalanceInProgressError,
+                                            errors.IllegalGenerationError,
+                                            errors.UnknownMemberIdError))
 
 
 def _string(s: str) -> bytes:
@@ -127,10 +128,13 @@ def range_assign(subscriptions: dict[str, list[str]], partitions: dict[str, list
 
 
 class GroupMember:
-    """One member of ``group_id``; :meth:`join` returns this member's partitions."""
+    """One member of ``group_id``; :meth:`join` returns this member's partitions.
 
-    # The coordinator announces rebalances through heartbeat() answers, never on its own.
-    rejoin_needed = False
+    ``rejoin_needed`` turns True when a commit is refused because the group moved on
+    (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID): whoever holds this
+    member's partitions must let go of them and :meth:`join` again. :meth:`heartbeat` says
+    the same by returning False.
+    """
 
     def __init__(self, cluster: Cluster, group_id: str):
         self.cluster = cluster
@@ -140,6 +144,7 @@ class GroupMember:
         self.rebalance_timeout_ms = c["rebalance.timeout.ms"]
         self.member_id = ""
         self.generation = -1
+        self.rejoin_needed = False
         self._conn = None
         self._lock = threading.RLock()
 
@@ -205,7 +210,17 @@ class GroupMember:
                 if sync.error_code == errors.RebalanceInProgressError.code:
                     continue
                 self._check(sync.error_code, "sync")
+                self.rejoin_needed = False
                 return decode_assignment(sync.assignment)
+
+    def _moved_on(self, code: int) -> bool:
+        """The group has a generation this member is not (or no longer) part of."""
+        if code not in _REJOIN_CODES:
+            return False
+        if code == errors.UnknownMemberIdError.code:
+            self.member_id = ""      # expelled: the next join starts as a new member
+        self.rejoin_needed = True
+        return True
 
     def heartbeat(self) -> bool:
         """True while the membership holds; False when the member must join again."""
@@ -213,9 +228,7 @@ class GroupMember:
                                                 "generation_id": self.generation,
                                                 "member_id": self.member_id,
                                                 "group_instance_id": None})
-        if resp.error_code in tuple(e.code for e in _REJOIN):
-            if resp.error_code == errors.UnknownMemberIdError.code:
-                self.member_id = ""
+        if self._moved_on(resp.error_code):
             return False
         self._check(resp.error_code, "heartbeat")
         return True
@@ -234,6 +247,7 @@ class GroupMember:
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
         for t in resp.topics:
             for p in t.partitions:
+                self._moved_on(p.error_code)
                 self._check(p.error_code, f"commit {t.name}-{p.partition_index}")
 
     def committed(self, tps) -> dict[tuple[str, int], int]:

@@ -1,5 +1,6 @@
 """The group-based ConsumerConnector against our broker's group coordinator."""
 import threading
+import time
 
 import pytest
 from rdkafka_helpers import confluent_write, create_topic
@@ -7,8 +8,11 @@ from rdkafka_helpers import confluent_write, create_topic
 from fastkafka.client import Producer, ProducerData
 from fastkafka.client.admin import AdminClient
 from fastkafka.client.connection import BrokerConnection
-from fastkafka.client.consumer_connector import (Blacklist, ConsumerTimeout, Whitelist,
-                                                 create_consumer)
+from fastkafka import errors
+from fastkafka.client.config import ClientConfig
+from fastkafka.client.consumer_connector import (Blacklist, ConsumerConnector, ConsumerTimeout,
+                                                 Whitelist, create_consumer)
+from fastkafka.client.group_member import decode_assignment
 from fastkafka.protocol import ApiKey
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
@@ -65,25 +69,137 @@ def test_streams_split_partitions_and_commit(broker, topic):
     c.shutdown()
 
 
+def wait_until(condition, what, timeout=60):
+    """Poll ``condition`` (a real state, never a sleep standing in for one) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.02)
+
+
+def settled(*connectors):
+    """Every connector has applied the generation its membership last joined, all the same one."""
+    gens = {(c.generation_seen, c.member.generation) for c in connectors}
+    return len(gens) == 1 and all(g == m and g is not None and g >= 0 for g, m in gens)
+
+
+def coordinator_view(broker, group):
+    """``{member_id: assigned partitions}`` as the group coordinator has it."""
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        g = admin.describe_group(group)
+    assert g.group_state == "Stable"
+    return {m.member_id: decode_assignment(m.member_assignment) for m in g.members}
+
+
 def test_two_members_share_the_partitions(broker, topic):
     create_topic(broker.bootstrap, topic, 4)
+    everything = {(i % 4, i // 4) for i in range(40)}
     confluent_write(broker.bootstrap, topic, [(None, b"x%d" % i, None, i % 4, None) for i in range(40)])
     group = f"g-{topic}"
-    a = connector(broker, group, **{"consumer.timeout.ms": 3000})
-    b = connector(broker, group, **{"consumer.timeout.ms": 3000})
+    a = connector(broker, group, **{"consumer.timeout.ms": 1000})
+    b = connector(broker, group, **{"consumer.timeout.ms": 1000})
     [sa] = a.create_message_streams({topic: 1})[topic]
+    assert a.owned == {(topic, p) for p in range(4)}
     results = {}
     t = threading.Thread(target=lambda: results.setdefault("b", b.create_message_streams({topic: 1})))
     t.start()
     got_a = drain(sa)       # a keeps heartbeating; b's join rebalances the group
-    t.join(30)
-    got_b = drain(results["b"][topic][0])
+    t.join(60)
+    assert not t.is_alive()
+    [sb] = results["b"][topic]
+    got_b = drain(sb)
+    # a learns of the rebalance from a heartbeat: wait for both to hold the new generation
+    wait_until(lambda: settled(a, b), "a and b on one generation")
+    assert b.owned and a.owned and not (a.owned & b.owned) and len(a.owned | b.owned) == 4
+    assert coordinator_view(broker, group) == {a.member.member_id: a.owned,
+                                               b.member.member_id: b.owned}
+    # what a had fetched for b's partitions but not handed out was cut short and left to b
+    def seen():
+        return {(m.partition, m.offset) for m in got_a + got_b}
+    while seen() != everything:
+        more_a, more_b = drain(sa), drain(sb)
+        assert more_a or more_b, f"never delivered: {sorted(everything - seen())}"
+        got_a, got_b = got_a + more_a, got_b + more_b
+    assert {m.partition for m in got_b} <= {p for _, p in b.owned}
     a.commit_offsets()
     b.commit_offsets()
     a.shutdown()
+    assert not a.owned      # a member that left owns nothing
+    # b hears of the rebalance a's leaving started and takes every partition
+    wait_until(lambda: len(b.owned) == 4 and settled(b), "b owning all four partitions")
+    assert coordinator_view(broker, group) == {b.member.member_id: b.owned}
     b.shutdown()
-    assert b.owned and a.owned and not (a.owned & b.owned) and len(a.owned | b.owned) == 4
-    assert {(m.partition, m.offset) for m in got_a + got_b} == {(i % 4, i // 4) for i in range(40)}
+    assert not b.owned
+
+
+def test_a_refused_commit_gives_up_the_partitions(broker, topic):
+    """A member the coordinator expelled (it missed a rebalance) hears it from its next commit:
+    UNKNOWN_MEMBER_ID there must end its ownership at once, not at its next heartbeat."""
+    create_topic(broker.bootstrap, topic, 2)
+    confluent_write(broker.bootstrap, topic, [(None, b"x%d" % i, None, i % 2, None) for i in range(4)])
+    group, both = f"g-{topic}", {(topic, 0), (topic, 1)}
+    # a heartbeats far too rarely to notice b's rebalance before the coordinator gives up on it
+    a = connector(broker, group, **{"heartbeat.interval.ms": 240_000, "session.timeout.ms": 300_000,
+                                    "rebalance.timeout.ms": 2000, "enable.auto.commit": False})
+    b = connector(broker, group, **{"rebalance.timeout.ms": 2000})
+    [sa] = a.create_message_streams({topic: 1})[topic]
+    next(sa)                                    # handed out, not committed yet
+    b.create_message_streams({topic: 1})        # a misses this rebalance and is dropped from it
+    assert b.owned == both
+    assert a.owned == both                      # a cannot know yet: the window eager groups have
+    with pytest.raises(errors.UnknownMemberIdError):
+        a.commit_offsets()
+    wait_until(lambda: settled(a, b) and a.owned and b.owned, "a back in the group")
+    assert not (a.owned & b.owned) and a.owned | b.owned == both
+    assert coordinator_view(broker, group) == {a.member.member_id: a.owned,
+                                               b.member.member_id: b.owned}
+    a.shutdown()
+    b.shutdown()
+
+
+class Unanswered:
+    """A membership whose coordinator stops answering after the first join."""
+    rejoin_needed = False
+
+    def __init__(self, tps):
+        self.tps, self.member_id, self.generation, self.joins = tps, "m", -1, 0
+
+    def join(self, topics):
+        self.joins += 1
+        if self.joins > 1:
+            raise errors.CoordinatorNotAvailableError("no answer")
+        self.generation = 1
+        return set(self.tps)
+
+    def heartbeat(self):
+        raise errors.CoordinatorNotAvailableError("no answer")
+
+    def commit(self, offsets):
+        raise errors.CoordinatorNotAvailableError("no answer")
+
+    def committed(self, tps):
+        return {}
+
+    def leave(self):
+        pass
+
+
+def test_a_session_without_heartbeats_gives_up_the_partitions(broker, topic):
+    """No heartbeat answered for session.timeout.ms: the coordinator has handed the partitions
+    to other members by now, so this one stops handing them out and tries to join again."""
+    create_topic(broker.bootstrap, topic, 1)
+    membership = Unanswered({(topic, 0)})
+    c = ConsumerConnector(ClientConfig({
+        "bootstrap.servers": broker.bootstrap, "group.id": f"g-{topic}", "session.timeout.ms": 1500,
+        "heartbeat.interval.ms": 100, "retry.backoff.ms": 50}), membership=membership)
+    start = time.monotonic()
+    c.create_message_streams({topic: 1})
+    assert c.owned == {(topic, 0)}
+    wait_until(lambda: not c.owned and membership.joins > 1, "the partitions given up")
+    assert time.monotonic() - start >= 1.5      # not before the session could have run out
+    c.shutdown()
+    assert c._thread is not None and not c._thread.is_alive()
 
 
 def test_whitelist_picks_up_a_topic_created_later(broker, topic):
