@@ -19,6 +19,8 @@ documents below read the same to a person who knows Kafka::
                                                  "pattern":"static","timestamp":"..."}
     /consumers/<g>/owners/<t>/<p>     ephemeral  "<consumer id>-<stream>"
     /consumers/<g>/offsets/<t>/<p>               "42"
+    /latest_producer_id_block                   {"version":1,"broker":2,"block_start":"1000",
+                                                 "block_end":"1999"}
 
 ``/controller`` is the one departure: the controller is elected with kazoo's ``Election``
 recipe, whose contenders are ephemeral sequential children of ``/controller`` carrying the JSON
@@ -45,13 +47,13 @@ from typing import Mapping
 
 __all__ = [
     "ZnodeDataError", "CLUSTER_ID", "BROKER_IDS", "TOPICS", "CONTROLLER", "CONTROLLER_EPOCH",
-    "CONFIG_TOPICS", "DELETE_TOPICS", "CONSUMERS", "PERSISTENT_PATHS",
+    "CONFIG_TOPICS", "DELETE_TOPICS", "CONSUMERS", "LATEST_PRODUCER_ID_BLOCK", "PERSISTENT_PATHS",
     "broker_path", "topic_path", "partitions_path", "partition_path", "state_path",
     "config_topic_path", "delete_topic_path", "consumer_ids_path", "consumer_id_path",
     "owners_path", "owner_path", "offsets_path", "offset_path",
     "ClusterId", "BrokerInfo", "TopicAssignment", "PartitionState", "ControllerInfo",
-    "TopicConfig", "ConsumerRegistration", "encode_controller_epoch", "decode_controller_epoch",
-    "encode_offset", "decode_offset", "controller_id", "NO_LEADER", "now_ms",
+    "TopicConfig", "ConsumerRegistration", "ProducerIdBlock", "encode_controller_epoch",
+    "decode_controller_epoch", "encode_offset", "decode_offset", "controller_id", "NO_LEADER", "now_ms",
 ]
 
 NO_LEADER = -1
@@ -64,6 +66,7 @@ CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_TOPICS = "/config/topics"
 DELETE_TOPICS = "/admin/delete_topics"
 CONSUMERS = "/consumers"
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 #: created (empty) by every broker at start-up so watches have a parent to watch
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, CONTROLLER, CONSUMERS, "/cluster")
@@ -337,6 +340,37 @@ class ConsumerRegistration:
         doc = _load(data, what, (1,))
         return cls({str(k): int(v) for k, v in doc["subscription"].items()}, str(doc["pattern"]),
                    str(doc.get("timestamp", "")))
+
+
+@dataclass(frozen=True)
+class ProducerIdBlock:
+    """``/latest_producer_id_block``: the last block of producer ids a broker reserved.
+
+    Every broker reserves the block after it with a conditional set on the znode's version, so
+    no two brokers ever hand out the same id. The ids are strings, as Kafka writes them.
+
+    >>> b = ProducerIdBlock(broker=2, block_start=1000, block_end=1999)
+    >>> b.encode()
+    b'{"block_end":"1999","block_start":"1000","broker":2,"version":1}'
+    >>> ProducerIdBlock.decode(b.encode()) == b
+    True
+    """
+
+    broker: int
+    block_start: int
+    block_end: int
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "broker": self.broker, "block_start": str(self.block_start),
+                      "block_end": str(self.block_end)})
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> "ProducerIdBlock":
+        doc = _load(data, LATEST_PRODUCER_ID_BLOCK, (1,))
+        try:
+            return cls(int(doc["broker"]), int(doc["block_start"]), int(doc["block_end"]))
+        except (KeyError, TypeError, ValueError):
+            raise ZnodeDataError(f"{LATEST_PRODUCER_ID_BLOCK}: bad block {doc!r}") from None
 
 
 def encode_offset(offset: int) -> bytes:

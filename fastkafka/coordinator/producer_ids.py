@@ -2,10 +2,11 @@
 
 Ids are reserved in blocks (``producer.id.block.size``) and the end of the last reserved block
 is persisted *before* any id of the block is handed out, so a restart — clean or kill -9 —
-continues after it and never repeats an id (Kafka keeps the same record in ZooKeeper's
-``/latest_producer_id_block``; the embedded broker keeps it in a small JSON file replaced
-atomically). A block store is anything with ``read() -> int | None`` (the last reserved id) and
-``write(last_id)``.
+continues after it and never repeats an id. A block store is anything with
+``reserve(block_size) -> first_id`` that reserves ``[first_id, first_id + block_size - 1]`` for
+this broker alone: the embedded broker's :class:`FileBlockStore` keeps the last reserved id in a
+small JSON file replaced atomically; in cluster mode ``fastkafka.cluster.producer_ids`` keeps
+Kafka's ``/latest_producer_id_block`` znode, shared by every broker.
 
 Thread-safe.
 
@@ -48,6 +49,12 @@ class FileBlockStore:
             # never guess: handing out ids again could merge two producers' sequences
             raise errors.KafkaStorageError(f"{self.path} is unreadable ({e}); refusing to reuse ids")
 
+    def reserve(self, block_size: int) -> int:
+        last = self.read()
+        start = 0 if last is None else last + 1
+        self.write(_block_end(start, block_size))
+        return start
+
     def write(self, block_end: int) -> None:
         tmp = self.path + ".tmp"
         with open(tmp, "w") as f:
@@ -60,6 +67,14 @@ class FileBlockStore:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _block_end(start: int, block_size: int) -> int:
+    """The last id of the block ``start`` begins; KafkaStorageError once ids run out."""
+    end = start + block_size - 1
+    if end > MAX_PRODUCER_ID:
+        raise errors.KafkaStorageError("producer ids exhausted")
+    return end
 
 
 class ProducerIdManager:
@@ -79,10 +94,5 @@ class ProducerIdManager:
             return pid
 
     def _reserve_block(self) -> None:
-        last = self._store.read()
-        start = 0 if last is None else last + 1
-        end = start + self._block_size - 1
-        if end > MAX_PRODUCER_ID:
-            raise errors.KafkaStorageError("producer ids exhausted")
-        self._store.write(end)
-        self._next, self._block_end = start, end
+        start = self._store.reserve(self._block_size)
+        self._next, self._block_end = start, start + self._block_size - 1

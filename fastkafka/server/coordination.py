@@ -47,9 +47,8 @@ class CoordinationService:
                                 compression=cfg["offsets.topic.compression.codec"],
                                 read_chunk=cfg["offsets.load.buffer.size"])
         self.groups = GroupCoordinator.from_config(cfg, store, load=False)
-        self.producer_ids = ProducerIdManager(
-            FileBlockStore(os.path.join(cfg.log_dirs[0], "producer_id_block")),
-            block_size=cfg["producer.id.block.size"])
+        self.producer_ids = ProducerIdManager(self._producer_id_store(),
+                                              block_size=cfg["producer.id.block.size"])
         self.loaded = threading.Event()
         self._cluster = getattr(broker, "cluster", None) is not None
         self._loaded_partitions: set[int] = set()
@@ -61,6 +60,14 @@ class CoordinationService:
         self._thread = threading.Thread(target=self._run, name="fastkafka-group-coordinator",
                                         daemon=True)
         self._thread.start()
+
+    def _producer_id_store(self):
+        """Cluster mode: the ``/latest_producer_id_block`` znode all brokers share; else a file."""
+        cluster = getattr(self.broker, "cluster", None)
+        if cluster is not None:
+            from fastkafka.cluster.producer_ids import ZkBlockStore  # noqa: PLC0415 (needs kazoo)
+            return ZkBlockStore(cluster.client, self.broker.broker_id)
+        return FileBlockStore(os.path.join(self.broker.config.log_dirs[0], "producer_id_block"))
 
     def _ensure_offsets_topic(self) -> int:
         topics, cfg = self.broker.topics, self.broker.config

@@ -4,18 +4,22 @@ import os
 import signal
 import socket
 import struct
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from fastkafka import errors
 from fastkafka import protocol as P
 from fastkafka import records
 from fastkafka.cluster import znodes
+from fastkafka.cluster.producer_ids import ZkBlockStore
 from fastkafka.protocol import ApiKey
 
-from harness import SESSION_MS, BrokerProc, Cluster, wait_for
+from harness import SESSION_MS, BrokerProc, Cluster, wait_for, zk_client
 from zk import Ensemble, java_available
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
@@ -194,6 +198,69 @@ def test_group_requests_to_a_broker_that_is_not_the_coordinator_get_not_coordina
         assert raw_call(port, ApiKey.DESCRIBE_GROUPS, 0, {"groups": [group]}).groups[0].error_code == NOT_COORDINATOR
         lg = raw_call(port, ApiKey.LIST_GROUPS, 1, {})  # each broker lists the groups it coordinates
         assert lg.error_code == 0 and group not in {g.group_id for g in lg.groups}
+
+
+# --- producer ids: one sequence for the whole cluster ---
+
+def init_producer_id(port: int) -> int:
+    r = raw_call(port, ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None, "transaction_timeout_ms": 60000})
+    assert r.error_code == 0, r.error_code
+    return r.producer_id
+
+
+def latest_block(zk) -> znodes.ProducerIdBlock:
+    return znodes.ProducerIdBlock.decode(zk.get(znodes.LATEST_PRODUCER_ID_BLOCK)[0])
+
+
+def test_producer_id_blocks_never_overlap_under_contention(ensemble, request):
+    zk = zk_client(f"{ensemble.connect}/{request.node.name}")
+    try:
+        stores = [ZkBlockStore(zk, b) for b in (1, 2, 3)]
+        starts, lock = [], threading.Lock()
+
+        def reserve(store):
+            for _ in range(15):
+                start = store.reserve(5)
+                with lock:
+                    starts.append(start)
+        threads = [threading.Thread(target=reserve, args=(s,)) for s in stores * 2]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(starts) == list(range(0, 90 * 5, 5))   # 90 blocks of 5, none shared, none lost
+        assert (latest_block(zk).block_start, latest_block(zk).block_end) == (445, 449)
+        zk.set(znodes.LATEST_PRODUCER_ID_BLOCK, b"garbage")  # never guessed past
+        with pytest.raises(errors.KafkaStorageError):
+            stores[0].reserve(5)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_init_producer_id_is_unique_across_brokers_and_restarts(ensemble, tmp_path, request):
+    with Cluster(tmp_path, f"{ensemble.connect}/{request.node.name}", 3,
+                 **{"producer.id.block.size": 2}) as cluster:
+        ports = {i: b.port for i, b in cluster.brokers.items()}
+        with ThreadPoolExecutor(12) as pool:   # every broker reserves blocks at once
+            ids = list(pool.map(init_producer_id, list(ports.values()) * 10))
+        assert len(set(ids)) == len(ids) == 30
+        first = latest_block(cluster.zk)
+        assert first.block_end >= max(ids) and first.block_end - first.block_start == 1
+        assert first.broker in ports
+        for b in cluster.brokers.values():     # cluster mode keeps no per-broker file
+            assert not os.path.exists(os.path.join(b.log_dir, "producer_id_block"))
+
+        cluster.brokers[2].stop()
+        cluster.brokers[2].start()
+        cluster.wait_registered({1, 2, 3})
+        after = [init_producer_id(ports[2])]
+        block = latest_block(cluster.zk)
+        assert (block.broker, block.block_start) == (2, first.block_end + 1)   # the znode advanced
+        assert after[0] == block.block_start
+        after += [init_producer_id(p) for p in ports.values() for _ in range(3)]
+        assert len(set(ids + after)) == len(ids) + len(after)
+        assert latest_block(cluster.zk).block_end > block.block_end
 
 
 # --- failures ---

@@ -57,6 +57,17 @@ def test_state_assignment_config_and_cluster_id_round_trip():
     assert znodes.decode_controller_epoch(znodes.encode_controller_epoch(7)) == 7
 
 
+def test_producer_id_block_json_is_kafkas():
+    assert znodes.LATEST_PRODUCER_ID_BLOCK == "/latest_producer_id_block"
+    b = znodes.ProducerIdBlock(broker=3, block_start=2000, block_end=2999)
+    assert json.loads(b.encode()) == {"version": 1, "broker": 3, "block_start": "2000", "block_end": "2999"}
+    assert znodes.ProducerIdBlock.decode(b.encode()) == b
+    for bad in (b'{"version":1,"broker":1}', b'{"version":1,"broker":1,"block_start":"x","block_end":"2"}',
+                b'{"version":2,"broker":1,"block_start":"0","block_end":"9"}'):
+        with pytest.raises(znodes.ZnodeDataError):
+            znodes.ProducerIdBlock.decode(bad)
+
+
 @pytest.mark.parametrize("data", [None, b"", b"not json", b"[1]", b'{"version": 99, "leader": 1}'])
 def test_bad_or_newer_documents_are_a_clear_error(data):
     with pytest.raises(znodes.ZnodeDataError):
