@@ -10,8 +10,10 @@ cdef class _MmapIndex:
     cdef readonly object path
     cdef readonly bint writable
     cdef readonly Py_ssize_t max_index_size
+    cdef readonly bint closed     # unmapped by close()/delete() (or a failed remap): every access raises
 
     cdef int _map(self, Py_ssize_t length) except -1
+    cdef int _check_open(self) except -1
     cdef void _unmap(self) noexcept
     cdef int _check_writable(self) except -1
     cdef bint full(self) noexcept

@@ -11,9 +11,13 @@
 #
 # Thread-safety: one writer (the Log holding its lock) appends/truncates; readers call lookup
 # concurrently. An entry is written before `entries` is bumped, so a reader sees whole entries.
-# trim keeps the mapping (so a roll never pulls it from under a reader); resize and close unmap and
-# must only run when no other thread uses the object (truncation, shutdown). An index dropped by
-# its segment is unmapped when collected, i.e. after the last reader holding it lets go.
+# Every method runs with the GIL held (no nogil section touches the mapping), so an unmap never
+# lands in the middle of a lookup. trim keeps the mapping (so a roll never pulls it from under a
+# reader). close/delete unmap and mark the object closed: a reader that still holds it gets
+# ValueError (the C floor helpers answer "no entry": the caller's scan starts at position 0),
+# never a dereference of the unmapped pages. The log therefore does not close indexes that
+# lock-free readers may hold: it drops them, and an index is unmapped when collected, i.e. after
+# the last reader holding it lets go.
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, INT32_MAX
 
 from fastkafka._core.byteorder cimport load_i32, load_i64, store_be32, store_be64
@@ -45,6 +49,7 @@ cdef class _MmapIndex:
     def __cinit__(self, *args, **kwargs):
         self.map = NULL
         self.map_len = 0
+        self.closed = False
 
     def __init__(self, path, int64_t base_offset, Py_ssize_t max_index_size=10 * 1024 * 1024,
                  bint writable=True):
@@ -93,6 +98,11 @@ cdef class _MmapIndex:
             self.map = NULL
         self.map_len = 0
 
+    cdef int _check_open(self) except -1:
+        if self.closed:
+            raise ValueError(f"index {self.path} is closed")
+        return 0
+
     def __dealloc__(self):
         self._unmap()
 
@@ -112,7 +122,7 @@ cdef class _MmapIndex:
         return self.entries * self.entry_size
 
     cdef int _check_writable(self) except -1:
-        if not self.writable or self.map == NULL and self.max_index_size > 0:
+        if not self.writable or self.closed or self.map == NULL and self.max_index_size > 0:
             raise ValueError(f"index {self.path} is not writable or is closed")
         return 0
 
@@ -120,7 +130,9 @@ cdef class _MmapIndex:
         """Drop every entry (before a rebuild). Writer only."""
         self._check_writable()
         if self.map != NULL:
-            memset(self.map, 0, self.map_len)
+            # only the file's bytes: after a trim the mapping reaches past the end of the file,
+            # and touching a page wholly past it raises SIGBUS
+            memset(self.map, 0, min(self.map_len, self.max_index_size))
         self.entries = 0
 
     def trim(self):
@@ -140,10 +152,15 @@ cdef class _MmapIndex:
         again. Remaps: not safe while another thread runs a lookup on this object."""
         if not self.writable:
             raise ValueError("read-only index")
+        self._check_open()
         max_index_size -= max_index_size % self.entry_size
         self._unmap()
         self.max_index_size = max(max_index_size, self.entries * self.entry_size)
-        self._map(self.max_index_size)
+        try:
+            self._map(self.max_index_size)
+        except BaseException:
+            self.closed = True    # no mapping behind `entries` any more
+            raise
 
     def flush(self):
         """msync the mapping (on flush of the segment)."""
@@ -152,14 +169,16 @@ cdef class _MmapIndex:
                 raise OSError(errno, os.strerror(errno), self.path)
 
     def close(self):
-        """Unmap; a writable index is trimmed first so its length gives its entries on reopen.
-        Not safe while another thread runs a lookup on this object (shutdown, truncation)."""
+        """Unmap (idempotent); a writable index is trimmed first so its length gives its entries
+        on reopen. Later calls raise ValueError, in any thread."""
         if self.writable and self.map != NULL:
             self.trim()
+        self.closed = True
         self._unmap()
 
     def delete(self):
-        """Unmap and remove the file (missing file is fine)."""
+        """Unmap and remove the file (missing file is fine). Later calls raise ValueError."""
+        self.closed = True
         self._unmap()
         try:
             os.unlink(self.path)
@@ -192,7 +211,7 @@ cdef class OffsetIndex(_MmapIndex):
     cdef Py_ssize_t _floor_slot(self, int64_t target_offset) noexcept:
         cdef int64_t rel = target_offset - self.base_offset
         cdef Py_ssize_t lo = 0, hi = self.entries - 1, mid
-        if self.entries == 0 or rel < load_i32(self.map):
+        if self.entries == 0 or self.map == NULL or rel < load_i32(self.map):
             return -1
         if rel > INT32_MAX:
             return hi
@@ -211,18 +230,21 @@ cdef class OffsetIndex(_MmapIndex):
     def lookup(self, int64_t target_offset):
         """Largest entry with offset <= target as (offset, position); (base_offset, 0) if none.
         Thread-safe against the writer."""
+        self._check_open()
         cdef Py_ssize_t slot = self._floor_slot(target_offset)
         if slot < 0:
             return (self.base_offset, 0)
         return (self.base_offset + load_i32(self.map + 8 * slot), load_i32(self.map + 8 * slot + 4))
 
     def entry(self, Py_ssize_t i):
+        self._check_open()
         if not 0 <= i < self.entries:
             raise IndexError(i)
         return (self.base_offset + load_i32(self.map + 8 * i), load_i32(self.map + 8 * i + 4))
 
     @property
     def last_offset(self):
+        self._check_open()
         return self.base_offset + (load_i32(self.map + 8 * (self.entries - 1)) if self.entries else 0)
 
     def append(self, int64_t offset, int64_t position):
@@ -246,11 +268,13 @@ cdef class OffsetIndex(_MmapIndex):
 
     def truncate_to(self, int64_t offset):
         """Remove entries with offset >= ``offset``. Writer only."""
+        self._check_open()
         cdef Py_ssize_t slot = self._floor_slot(offset - 1) if offset > self.base_offset else -1
         self.entries = slot + 1
 
     def is_valid(self):
         """Relative offsets strictly increase and positions never decrease."""
+        self._check_open()
         cdef Py_ssize_t i
         cdef int32_t prev_off = -1, prev_pos = 0, o, p
         for i in range(self.entries):
@@ -278,7 +302,7 @@ cdef class TimeIndex(_MmapIndex):
 
     cdef Py_ssize_t _floor_slot(self, int64_t target_ts) noexcept:
         cdef Py_ssize_t lo = 0, hi = self.entries - 1, mid
-        if self.entries == 0 or target_ts < load_i64(self.map):
+        if self.entries == 0 or self.map == NULL or target_ts < load_i64(self.map):
             return -1
         while lo < hi:
             mid = (lo + hi + 1) >> 1
@@ -291,18 +315,21 @@ cdef class TimeIndex(_MmapIndex):
     def lookup(self, int64_t target_timestamp):
         """Largest entry with timestamp <= target as (timestamp, offset); (-1, base_offset) if none.
         Thread-safe against the writer."""
+        self._check_open()
         cdef Py_ssize_t slot = self._floor_slot(target_timestamp)
         if slot < 0:
             return (-1, self.base_offset)
         return (load_i64(self.map + 12 * slot), self.base_offset + load_i32(self.map + 12 * slot + 8))
 
     def entry(self, Py_ssize_t i):
+        self._check_open()
         if not 0 <= i < self.entries:
             raise IndexError(i)
         return (load_i64(self.map + 12 * i), self.base_offset + load_i32(self.map + 12 * i + 8))
 
     @property
     def last_entry(self):
+        self._check_open()
         if self.entries == 0:
             return (-1, self.base_offset)
         return self.entry(self.entries - 1)
@@ -334,6 +361,7 @@ cdef class TimeIndex(_MmapIndex):
 
     def truncate_to(self, int64_t offset):
         """Remove entries with offset >= ``offset``. Writer only."""
+        self._check_open()
         cdef int64_t rel = offset - self.base_offset
         cdef Py_ssize_t n = self.entries
         while n > 0 and load_i32(self.map + 12 * (n - 1) + 8) >= rel:
@@ -342,6 +370,7 @@ cdef class TimeIndex(_MmapIndex):
 
     def is_valid(self):
         """Timestamps strictly increase and offsets never decrease."""
+        self._check_open()
         cdef Py_ssize_t i
         cdef int64_t prev_ts = -(1 << 62), t
         cdef int32_t prev_off = 0, o

@@ -351,16 +351,20 @@ cdef class SegmentFile:
         cdef bytes out = PyBytes_FromStringAndSize(NULL, n)
         cdef char* p = PyBytes_AS_STRING(out)
         cdef ssize_t got = 0, r
+        cdef int fd = self.fd, err = 0
         with nogil:
             while got < n:
-                r = pread(self.fd, p + got, n - got, position + got)
-                if r < 0 and errno == EINTR:
-                    continue
-                if r <= 0:
+                r = pread(fd, p + got, n - got, position + got)
+                if r < 0:
+                    if errno == EINTR:
+                        continue
+                    err = errno     # before anything else can overwrite it
                     break
+                if r == 0:
+                    break           # end of file: a short read
                 got += r
-        if got < 0:
-            raise OSError(errno, os.strerror(errno), self.path)
+        if err:
+            raise OSError(err, os.strerror(err), self.path)
         return out if got == n else out[:got]
 
     cdef int scan(self, int64_t start, int64_t end, int64_t target_offset, int64_t target_ts,

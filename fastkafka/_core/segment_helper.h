@@ -8,6 +8,12 @@
  * One task at a time process-wide: a caller that finds the helper busy (another partition's
  * append) gets 0 from fk_helper_post and runs the walk inline. After fork() the child starts its
  * own helper (pid check). If the thread cannot be created everything runs inline.
+ *
+ * Starting is claimed with a compare-and-swap on `starting` (the pid that claimed it), so two
+ * threads posting their first large appends at once never both initialise the mutexes (one of
+ * them possibly already locked by the other) or start two helpers: the loser runs inline this
+ * time. `pid` is published last, with release/acquire ordering, so a thread that sees it sees
+ * the initialised mutexes too.
  */
 #ifndef FK_SEGMENT_HELPER_H
 #define FK_SEGMENT_HELPER_H
@@ -29,7 +35,8 @@ static struct {
     const unsigned char *p;
     Py_ssize_t n;
     int result;
-    pid_t pid;                 /* process that started the helper; 0 = none yet */
+    _Atomic pid_t pid;         /* process whose helper runs; 0 = none yet */
+    _Atomic pid_t starting;    /* process whose start has been claimed */
     int failed;                /* pthread_create failed: always inline */
 } fk_h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
@@ -57,10 +64,13 @@ static int fk_helper_start(void) {
     pthread_attr_t attr;
     int rc;
     pid_t me = getpid();
-    if (fk_h.pid == me)
+    pid_t claimed = atomic_load(&fk_h.starting);
+    if (atomic_load_explicit(&fk_h.pid, memory_order_acquire) == me)
         return 1;
     if (fk_h.failed)
         return 0;
+    if (claimed == me || !atomic_compare_exchange_strong(&fk_h.starting, &claimed, me))
+        return 0;              /* another thread of this process is starting it */
     /* first use, or a forked child: the parent's helper thread does not exist here */
     pthread_mutex_init(&fk_h.post, NULL);
     pthread_mutex_init(&fk_h.mu, NULL);
@@ -75,13 +85,13 @@ static int fk_helper_start(void) {
         fk_h.failed = 1;
         return 0;
     }
-    fk_h.pid = me;
+    atomic_store_explicit(&fk_h.pid, me, memory_order_release);
     return 1;
 }
 
 /* Post fn(p, n) to the helper. 1: posted, call fk_helper_collect; 0: run it yourself. */
 static int fk_helper_post(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) {
-    if (fk_h.pid != getpid() && !fk_helper_start())
+    if (atomic_load_explicit(&fk_h.pid, memory_order_acquire) != getpid() && !fk_helper_start())
         return 0;
     if (pthread_mutex_trylock(&fk_h.post) != 0)
         return 0;

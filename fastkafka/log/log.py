@@ -460,12 +460,9 @@ class Log:
             gone = [s for s in segs if s.base_offset >= offset and s is not segs[0]]
             keep = [s for s in segs if s not in gone]
             last = keep[-1]
-            if last.active:
-                pos = last.position_of(offset)
-            else:
-                pos = last.position_of(offset)
-                last.close()          # reopened lazily as the writable, untrimmed active segment
-                last.active = True
+            pos = last.position_of(offset)
+            if not last.active:
+                last.make_active()    # reopened writable, untrimmed
             if pos is not None:
                 last.truncate_to(pos, offset)
             self._segments.remove(gone)

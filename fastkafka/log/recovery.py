@@ -88,7 +88,6 @@ def load_segments(dir: str, config: LogConfig, files: FileCache, *, recovery_poi
                     later.remove_files()
                 segs = segs[: i + 1]
                 if not seg.active:
-                    seg.close()         # reopened lazily as the writable active segment
-                    seg.active = True
+                    seg.make_active()   # reopened writable as the active segment
                 break
     return Loaded(segs, segs[-1].next_offset(), dropped)

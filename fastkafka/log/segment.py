@@ -343,13 +343,31 @@ class LogSegment:
             except FileNotFoundError:
                 pass
 
+    def make_active(self) -> None:
+        """A rolled segment becomes the active one again (a truncation back into it): its
+        read-only index mappings and file handle are dropped and reopened writable. Writer only.
+
+        ``active`` flips under the lock the readers' lazy opening takes, so no reader can open
+        a read-only index of the now active segment (the writer would append to it) after the
+        old ones are dropped; a read-only handle a reader was opening meanwhile is replaced."""
+        with self._open_lock:
+            self._offset_index = self._time_index = None
+            self._cursor = None
+            self.active = True
+        self._files.forget(self)
+        while not self.file().writable:     # a reader's open from before the flip landed last
+            self._files.forget(self)
+
     def close(self) -> None:
-        """Trim the active indexes (so their length gives their entries) and drop the handle."""
+        """Trim the active indexes (so their length gives their entries) and drop them and the
+        handle. Thread-safe with readers: a lock-free reader may hold an index right now, so it
+        is not unmapped here -- the mapping goes when the last holder lets go (as a dropped file
+        handle closes), and the next use of this segment reopens both lazily."""
         with self._open_lock:
             if self.active and self._time_index is not None and self._cursor is not None:
                 self._final_time_entry(self._time_index)
             for idx in (self._offset_index, self._time_index):
                 if idx is not None:
-                    idx.close()
+                    idx.trim()       # keeps the mapping; a no-op for a read-only index
             self._offset_index = self._time_index = None
         self._files.forget(self)
