@@ -168,7 +168,11 @@ class Cluster:
             self.zk.close()
 
     def __enter__(self) -> "Cluster":
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()     # __exit__ does not run when __enter__ fails: no process may outlive us
+            raise
 
     def __exit__(self, *exc) -> None:
         self.stop()

@@ -20,9 +20,13 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 __all__ = ["Ensemble", "java_available", "free_port"]
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
+from brokers import free_port  # noqa: E402  (one set of handed-out ports per process)
 
 JAR = "/usr/share/java/zookeeper.jar"        # its manifest's Class-Path pulls in netty, jute...
 LOGGER = "/usr/share/java/slf4j-simple.jar"
@@ -32,12 +36,6 @@ TICK_MS = 200
 
 def java_available() -> bool:
     return os.path.exists(JAR) and shutil.which("java") is not None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def four_letter(port: int, word: str = "srvr", timeout: float = 1.0) -> str:
@@ -157,7 +155,11 @@ class Ensemble:
                 p.wait()
 
     def __enter__(self) -> "Ensemble":
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()     # __exit__ does not run when __enter__ fails: no process may outlive us
+            raise
 
     def __exit__(self, *exc) -> None:
         self.stop()

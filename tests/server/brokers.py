@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from fastkafka.config import KafkaConfig
@@ -30,10 +31,25 @@ def running_broker(log_dir, **overrides):
         broker.shutdown(10)
 
 
+_handed_out: set[int] = set()
+_ports_lock = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nobody holds now, for a server started later (a restart must keep its
+    port, so port 0 will not do). Never the same port twice in one test process: a ZooKeeper
+    ensemble or a cluster takes several before any of them binds, and the kernel may hand a
+    just-released port out again. (bind(0) draws from the half of the ephemeral range that
+    connect() leaves alone, so clients' own source ports do not take it meanwhile.)"""
+    with _ports_lock:
+        for _ in range(1000):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _handed_out:
+                _handed_out.add(port)
+                return port
+    raise RuntimeError("no loopback port left that this process has not handed out")
 
 
 def serve_process(*args: str, env=None) -> subprocess.Popen:
@@ -55,6 +71,17 @@ def wait_listening(port: int, proc: subprocess.Popen | None = None, timeout: flo
         except OSError:
             time.sleep(0.05)
     raise TimeoutError(f"nothing listening on {port}")
+
+
+def exited(proc: subprocess.Popen, timeout: float = 60.0) -> tuple[int, str]:
+    """(exit code, stderr) of a broker expected to exit by itself; killed if it does not."""
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return proc.returncode, err
 
 
 def stop(proc: subprocess.Popen, sig=signal.SIGTERM, timeout: float = 20.0) -> tuple[int, str]:

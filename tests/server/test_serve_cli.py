@@ -6,7 +6,7 @@ import socket
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from brokers import free_port, serve_process, stop, wait_listening
+from brokers import exited, free_port, serve_process, stop, wait_listening
 from fastkafka.cli.serve import load_properties, parse_overrides
 
 pytestmark = pytest.mark.timeout(90)
@@ -61,8 +61,8 @@ def test_busy_port_is_a_clear_error(tmp_path):
         port = s.getsockname()[1]
         proc = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
                              "--override", f"log.dirs={tmp_path}")
-        _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1
+        code, err = exited(proc)
+    assert code == 1
     assert f"cannot listen on PLAINTEXT://127.0.0.1:{port}: address already in use" in err
     assert "Traceback" not in err
 
@@ -72,16 +72,16 @@ def test_unwritable_log_dir_is_a_clear_error_unprivileged(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir(mode=0o500)
     proc = serve_process("--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={ro}/x")
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1 and "is not writable" in err
+    code, err = exited(proc)
+    assert code == 1 and "is not writable" in err
 
 
 def test_log_dir_that_is_a_file_is_a_clear_error(tmp_path):
     f = tmp_path / "afile"
     f.write_text("x")
     proc = serve_process("--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={f}")
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1
+    code, err = exited(proc)
+    assert code == 1
     assert f"log dir {f} is not writable" in err and "Traceback" not in err
 
 
@@ -93,12 +93,12 @@ def test_log_dir_that_is_a_file_is_a_clear_error(tmp_path):
 ])
 def test_bad_values_fail_naming_the_key(tmp_path, override, message):
     proc = serve_process("--override", f"log.dirs={tmp_path}", "--override", override)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0
+    code, err = exited(proc)
+    assert code != 0
     assert message in err and "Traceback" not in err
 
 
 def test_missing_config_file(tmp_path):
     proc = serve_process("-c", str(tmp_path / "nope.properties"))
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and "cannot read" in err
+    code, err = exited(proc)
+    assert code == 2 and "cannot read" in err
