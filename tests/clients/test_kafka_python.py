@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 
 def consumer(broker):
     return KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, enable_auto_commit=False,
-                         consumer_timeout_ms=5000, fetch_max_wait_ms=100)
+                         consumer_timeout_ms=30_000, fetch_max_wait_ms=100)   # the tests stop at a count
 
 
 @pytest.mark.parametrize("codec", [None, "gzip", "lz4", "zstd", "snappy"])

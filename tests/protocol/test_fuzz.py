@@ -79,7 +79,7 @@ def test_valid_frames_decode():
 def test_huge_declared_counts_fail_fast(count):
     # Produce v3: transactional_id null, acks, timeout, then a topic array claiming `count` items
     body = b"\xff\xff" + struct.pack(">hii", 1, 1000, count) + b"\x00\x01t"
-    start = time.perf_counter()
+    start = time.thread_time()     # this thread's CPU: a loaded machine's waits do not count
     with pytest.raises(ProtocolError, match="exceeds|needs"):
         decode_request(0, 3, body)
     # a string / bytes length larger than what remains
@@ -88,7 +88,7 @@ def test_huge_declared_counts_fail_fast(count):
     with pytest.raises(ProtocolError):   # records length beyond the buffer
         decode_request(0, 0, struct.pack(">hiii", 1, 0, 1, 1) + b"t" + struct.pack(">iii", 1, 0,
                                                                                    count))
-    assert time.perf_counter() - start < 0.1
+    assert time.thread_time() - start < 0.1
 
 
 def test_primitive_array_count_checked_before_unpacking():
