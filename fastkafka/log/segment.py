@@ -265,6 +265,8 @@ class LogSegment:
 
     def next_offset(self) -> int:
         """Offset after the last batch (base_offset when empty): a walk from the last index entry."""
+        if self.size == 0:
+            return self.base_offset   # nothing to walk: an empty partition maps no index yet
         f = self.file()
         pos = self.offset_index().lookup(1 << 62)[1]
         nxt = self.base_offset

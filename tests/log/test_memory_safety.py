@@ -183,3 +183,17 @@ def test_first_large_appends_from_many_threads_at_once_and_after_fork():
         print("ok")
     """)
     assert out.strip() == "ok"
+
+
+def test_a_new_empty_partition_maps_no_index(make_log):
+    """Opening a log whose active segment is empty maps nothing: a broker creating thousands
+    of partitions must not spend two of the process's vm.max_map_count mappings on each."""
+    log = make_log()
+    seg = log.active_segment
+    assert log.log_end_offset == 0
+    assert seg._offset_index is None and seg._time_index is None
+    log.append(batch(2))
+    assert seg._offset_index is not None and log.log_end_offset == 2
+    log.close()
+    reopened = make_log()
+    assert reopened.log_end_offset == 2

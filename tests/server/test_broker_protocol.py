@@ -7,9 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastkafka import legacy, records
+from fastkafka import errors, legacy, records
 from fastkafka import protocol as P
 from fastkafka.protocol import ApiKey
+from fastkafka.server.handlers.admin import MAX_PARTITIONS_PER_REQUEST
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -231,6 +232,24 @@ def test_unknown_api_and_garbage_close_only_that_connection(broker):
     assert part(good.call(ApiKey.PRODUCE, 7, produce_body("safe", 0, batch(b"after")))).base_offset == 1
 
 
+def test_more_partitions_than_the_broker_can_map_is_invalid_partitions(broker):
+    too_many = MAX_PARTITIONS_PER_REQUEST + 1
+    raw = Raw(broker)
+    t0 = time.monotonic()
+    resp = raw.call(ApiKey.CREATE_TOPICS, 4, {"topics": [
+        {"name": "huge", "num_partitions": too_many, "replication_factor": 1, "assignments": [],
+         "configs": []}], "timeout_ms": 5000, "validate_only": False})
+    assert resp.topics[0].error_code == errors.InvalidPartitionsError.code
+    assert broker.topics.get("huge") is None
+    broker.topics.create("grow", 1)
+    resp = raw.call(ApiKey.CREATE_PARTITIONS, 1, {"topics": [
+        {"name": "grow", "count": too_many, "assignments": None}], "timeout_ms": 5000,
+        "validate_only": False})
+    assert resp.results[0].error_code == errors.InvalidPartitionsError.code
+    assert broker.topics.get("grow").partitions == 1
+    assert time.monotonic() - t0 < 30     # refused up front, not after creating thousands
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_fuzzed_requests_get_an_answer_or_a_clean_disconnect(broker, data):
@@ -253,7 +272,9 @@ def test_fuzzed_requests_get_an_answer_or_a_clean_disconnect(broker, data):
         frame[:4] = struct.pack(">i", len(frame) - 4)
     s = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
     s.sendall(bytes(frame))
-    s.settimeout(5)
+    # only bounds the wait: a mutated CreateTopics may legitimately ask for thousands of
+    # partitions (up to MAX_PARTITIONS_PER_REQUEST), seconds of work on a loaded machine
+    s.settimeout(60)
     try:
         head = s.recv(4)
     except ConnectionResetError:

@@ -3,6 +3,8 @@
 Each entry of a request succeeds or fails on its own with Kafka's error code (and, where the
 version has one, message): INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
 INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION.
+A request for more partitions than the broker can map (``MAX_PARTITIONS_PER_REQUEST``) is
+INVALID_PARTITIONS before anything is created.
 ``validate_only`` runs every check and changes nothing. A topic named twice in one request is
 INVALID_REQUEST for each occurrence, as Kafka answers. Changes are synchronous in embedded mode,
 so ``timeout_ms`` never expires.
@@ -30,6 +32,30 @@ def _failure(e: Exception) -> tuple[int, str | None]:
 _CREATE_TWICE = "Create topics request from client contains topic {name} more than once."
 
 
+def _partition_budget() -> int:
+    """How many partitions one request may ask for. Each partition this broker hosts keeps its
+    active segment's offset and time index mapped (2 mappings), vm.max_map_count bounds the
+    mappings of the process, and half of it stays for everything else: a single CreateTopics
+    of 100 000 partitions would otherwise run the process out of mappings (ENOMEM for every
+    later index) while holding a handler thread for minutes."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+    except (OSError, ValueError):
+        limit = 65530           # Linux's default
+    return max(1, limit // 4)
+
+
+MAX_PARTITIONS_PER_REQUEST = _partition_budget()
+
+
+def _check_partition_count(n: int) -> None:
+    if n > MAX_PARTITIONS_PER_REQUEST:
+        raise errors.InvalidPartitionsError(
+            f"{n} partitions: this broker takes at most {MAX_PARTITIONS_PER_REQUEST} in one request "
+            f"(its index mappings are bounded by vm.max_map_count)")
+
+
 def _each_topic(entries, name_of, act, twice: str = "topic listed more than once"):
     """Run ``act`` on every entry of a request, each answering for itself: yields
     ``(entry, error_code, error_message)``. A topic named twice fails every time it appears."""
@@ -51,6 +77,7 @@ def handle_create_topics(ctx, req):
     cls = ctx.codec.api.response
 
     def create(t):
+        _check_partition_count(max(t.num_partitions, len(t.assignments or ())))
         configs = {c.name: c.value for c in t.configs}
         if req.validate_only:
             topics.validate_create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
@@ -74,6 +101,7 @@ def handle_create_partitions(ctx, req):
     cls = ctx.codec.api.response
 
     def grow(t):
+        _check_partition_count(t.count)
         if t.assignments is not None:
             me = ctx.broker.broker_id
             if any(list(a.broker_ids) != [me] for a in t.assignments):
