@@ -31,13 +31,14 @@ import logging
 import threading
 import time
 import uuid
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from .. import errors
 from .formats import OffsetAndMetadata
 from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
                     GroupMetadata, MemberMetadata)
 from .manager import GroupMetadataManager
+from .results import GroupSummary, JoinResult, MemberSummary, SyncResult
 
 log = logging.getLogger("fastkafka.coordinator")
 
@@ -45,38 +46,6 @@ __all__ = ["GroupCoordinator", "JoinResult", "SyncResult", "GroupSummary", "Memb
 
 NONE = 0
 E = errors
-
-
-class JoinResult(NamedTuple):
-    error: int
-    generation_id: int = -1
-    protocol_name: str = ""
-    leader_id: str = ""
-    member_id: str = ""
-    members: list = []         # (member_id, group_instance_id, metadata); the leader's only
-
-
-class SyncResult(NamedTuple):
-    error: int
-    assignment: bytes = b""
-
-
-class MemberSummary(NamedTuple):
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-class GroupSummary(NamedTuple):
-    error: int
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    members: list
 
 
 def wall_clock_ms() -> int:
