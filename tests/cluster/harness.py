@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 
 from fastkafka.cluster import znodes
 
-from zk import free_port
+from zk import StartStop, free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION_MS = 2000   # the ensemble's tickTime 200 allows 400..4000 ms
@@ -107,7 +107,7 @@ class BrokerProc:
             return self.proc.wait()
 
 
-class Cluster:
+class Cluster(StartStop):
     """``n`` brokers with ids 1..n; a kazoo client (``zk``) for the tests' own look at the znodes."""
 
     def __init__(self, directory, connect: str, n: int = 3, **props):
@@ -166,13 +166,3 @@ class Cluster:
         if self.zk is not None:
             self.zk.stop()
             self.zk.close()
-
-    def __enter__(self) -> "Cluster":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()     # __exit__ does not run when __enter__ fails: no process may outlive us
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

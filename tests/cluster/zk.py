@@ -54,7 +54,22 @@ def four_letter(port: int, word: str = "srvr", timeout: float = 1.0) -> str:
         return ""
 
 
-class Ensemble:
+class StartStop:
+    """``with X(...) as x``: ``start()`` on entry, ``stop()`` on exit -- and on a failed start,
+    since ``__exit__`` does not run when ``__enter__`` fails: no process may outlive the test."""
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class Ensemble(StartStop):
     """``size`` ZooKeeper servers on 127.0.0.1; ``connect`` is the kazoo/Kafka connect string."""
 
     def __init__(self, directory, size: int = 1, tick_ms: int = TICK_MS):
@@ -153,13 +168,3 @@ class Ensemble:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-
-    def __enter__(self) -> "Ensemble":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()     # __exit__ does not run when __enter__ fails: no process may outlive us
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
