@@ -8,24 +8,30 @@ One pass over a log:
    cleaner's checkpoint on — stopping at a segment boundary when the map would exceed
    ``log.cleaner.dedupe.buffer.size`` / 24 entries (Kafka's 24 bytes per entry), so memory is
    bounded and the rest waits for the next pass.
-3. Each segment below the map's end is rewritten to ``<base>.log.cleaned``: a record survives if
-   no later offset of its key is in the map; records without a key are dropped (Kafka refuses
-   them on compacted topics); tombstones (null value) are dropped once their segment is older than
-   ``delete.retention.ms``. Offsets never change: a batch keeps its base offset, producer id,
-   epoch, base sequence, lastOffsetDelta, attributes and codec (so the producer state rebuilt from
-   the log still sees each idempotent batch's sequence range); untouched batches are copied byte
-   for byte, control batches always kept. A batch left with no record is dropped unless it has a
-   producer id: then it stays as an empty batch (61 bytes, recordCount 0) carrying that metadata,
-   as Kafka retains it.
-4. Swap: the old segment pins its open file and indexes (readers of an old snapshot keep reading
-   the old inode), its index files are unlinked, the cleaned file replaces the ``.log`` by
-   ``rename``, and a new LogSegment (indexes rebuilt lazily) replaces it in the copy-on-write list.
-   A crash before the rename leaves a ``.cleaned`` file that recovery deletes.
+3. The segments below the map's end are grouped (cleaner_swap.group_segments: consecutive
+   segments while the group's log bytes stay <= ``segment.bytes``, its index sizes <=
+   ``segment.index.bytes`` and its offsets within 32 bits of its base) and each group is
+   rewritten to one ``<first base>.log.cleaned``: a record survives if no later offset of its
+   key is in the map; records without a key are dropped (Kafka refuses them on compacted topics);
+   tombstones (null value) are dropped once their segment is older than ``delete.retention.ms``.
+   Offsets never change: a batch keeps its base offset, producer id, epoch, base sequence,
+   lastOffsetDelta, attributes and codec; untouched batches are copied byte for byte, control
+   batches always kept. A batch left with no record is dropped, except the last batch of its
+   producer in the whole log (per the log's producer state, active segment included): it stays
+   as an empty batch (61 bytes, recordCount 0) so the producer state rebuilt from the log still
+   sees the producer's last sequence and epoch, as Kafka retains it. A one-segment group in which
+   nothing changed is not rewritten.
+4. Swap (cleaner_swap.replace_group): the group's segments are replaced by the cleaned one in the
+   copy-on-write list, atomically for readers (old snapshots keep the old, pinned files) and for
+   crashes (recovery restores the whole group or completes the replacement). The merged segment
+   is named by the group's first base offset; its first remaining batch may be later, which
+   reads by offset handle as for any gap left by compaction.
 5. Progress: the first dirty offset of each log is written to ``cleaner-offset-checkpoint`` in its
    log dir (Kafka's file, same text layout as the other checkpoints) after every pass, so a
    restarted broker resumes there instead of recleaning the whole log.
 
-Thread-safety: ``clean`` may run on any thread; it takes the Log's lock only for the swap.
+Thread-safety: ``clean`` may run on any thread; it takes the Log's lock only to read the
+producers' last offsets and for each swap.
 
 Example::
 
@@ -37,18 +43,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Callable
-
 import threading
+from typing import Callable
 
 from .. import records as _records
 from .._core.crc32c import crc32c
 from .._core.records import finish_batch
-from .._core.segment import SegmentFile
 from ..config import KafkaConfig
 from .checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
+from .cleaner_swap import CleanedFile, group_segments, replace_group, segment_info
 from .scheduler import wall_clock_ms
-from .segment import CLEANED_SUFFIX, LogSegment
+from .segment import LogSegment
 
 BYTES_PER_MAP_ENTRY = 24
 NO_PRODUCER_ID = -1
@@ -130,14 +135,16 @@ class LogCleaner:
         if not dirty or (not force and total and
                          sum(s.size for s in dirty) / total < cfg.min_cleanable_dirty_ratio):
             return False
+        last_batches = _last_batch_offsets(log)   # before the map: appends only make it later
         key_map, map_end = self._build_map(dirty, cleanable, log)
         if not key_map:
             return False
         horizon = now - cfg.delete_retention_ms
-        for seg in cleanable:
-            if seg.base_offset >= map_end:
-                break
-            self._clean_segment(log, seg, key_map, drop_tombstones=seg.largest_timestamp() < horizon)
+        below = [s for s in cleanable if s.base_offset < map_end]
+        ends = [s.base_offset for s in below[1:]] + [_segment_end(cleanable, below[-1], log)]
+        infos = [segment_info(s, e) for s, e in zip(below, ends)]
+        for group in group_segments(infos, cfg.segment_bytes, cfg.segment_index_bytes):
+            self._clean_group(log, [below[i] for i in group], key_map, horizon, last_batches)
         self._set_first_dirty_offset(log, map_end)
         return True
 
@@ -155,49 +162,63 @@ class LogCleaner:
             end = _segment_end(cleanable, seg, log)
         return key_map, end
 
-    def _clean_segment(self, log, seg: LogSegment, key_map: dict, drop_tombstones: bool) -> None:
-        out = bytearray()
-        changed = False
-        data = seg.file().read(0, seg.size)
-        for b in _records.iter_batches(data, check_crc=False):
-            if b.is_control:
-                out += b.buffer
-                continue
-            recs = b.records()
-            kept = [r for r in recs
-                    if r.key is not None and key_map.get(_key_hash(r.key), -1) <= r.offset
-                    and not (drop_tombstones and r.value is None)]
-            if len(kept) == len(recs):
-                out += b.buffer
-                continue
-            changed = True
-            if kept:
-                out += _rebuilt_batch(kept, b.header)
-            elif b.header.producer_id != NO_PRODUCER_ID:
-                out += _empty_batch(b.header)
-        if changed:
-            self._swap(log, seg, bytes(out))
-
-    def _swap(self, log, old: LogSegment, data: bytes) -> None:
-        cleaned = old.log_path + CLEANED_SUFFIX
-        f = SegmentFile(cleaned, create=True)
-        f.truncate(0)
-        f.append(data)
-        f.flush()
-        f.close()
-        with log._lock:
-            if old not in log.segments:        # deleted by retention meanwhile
-                os.unlink(cleaned)
+    def _clean_group(self, log, group: list[LogSegment], key_map: dict, horizon: int,
+                     last_batches: dict[int, int]) -> None:
+        """Rewrite ``group`` into one cleaned segment and swap it in; a lone segment in which
+        nothing changed is left alone. One segment's output is in memory at a time."""
+        out: CleanedFile | None = None
+        try:
+            for seg in group:
+                data, changed = _clean_segment(seg, key_map, seg.largest_timestamp() < horizon,
+                                               last_batches)
+                if out is None and (changed or len(group) > 1):
+                    out = CleanedFile(group[0])
+                if out is not None:
+                    out.append(data)
+            if out is None:
                 return
-            old.pin()
-            for p in (old.index_path, old.time_index_path):
-                try:
-                    os.unlink(p)
-                except FileNotFoundError:
-                    pass
-            os.replace(cleaned, old.log_path)
-            new = LogSegment(old.dir, old.base_offset, old.config, old._files, created_ms=old.created_ms)
-            log._segments.replace([old], [new])
+            path = out.finish()
+        except BaseException:
+            if out is not None:
+                out.discard()
+            raise
+        new = replace_group(log, group, path)
+        if new is not None:
+            new.offset_index()        # rebuild the indexes now rather than in a reader's fetch
+
+
+def _last_batch_offsets(log) -> dict[int, int]:
+    """Producer id -> last offset of its last batch in the whole log (the producer state knows
+    it: it sees every append, and recovery rebuilds it from snapshots and the log)."""
+    with log._lock:
+        return {pid: e.batches[-1].last_offset
+                for pid, e in log.producer_state.producers.items() if e.batches}
+
+
+def _clean_segment(seg: LogSegment, key_map: dict, drop_tombstones: bool,
+                   last_batches: dict[int, int]) -> tuple[bytearray, bool]:
+    """The segment's batches after compaction, and whether anything changed."""
+    out = bytearray()
+    changed = False
+    data = seg.file().read(0, seg.size)
+    for b in _records.iter_batches(data, check_crc=False):
+        if b.is_control:
+            out += b.buffer
+            continue
+        recs = b.records()
+        kept = [r for r in recs
+                if r.key is not None and key_map.get(_key_hash(r.key), -1) <= r.offset
+                and not (drop_tombstones and r.value is None)]
+        if len(kept) == len(recs):
+            out += b.buffer
+            continue
+        changed = True
+        h = b.header
+        if kept:
+            out += _rebuilt_batch(kept, h)
+        elif h.producer_id != NO_PRODUCER_ID and last_batches.get(h.producer_id) == b.last_offset:
+            out += _empty_batch(h)     # the producer's last sequence and epoch live on in it
+    return out, changed
 
 
 def _rebuilt_batch(kept: list, h) -> bytearray:

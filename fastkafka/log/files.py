@@ -24,6 +24,12 @@ from typing import Any, Callable
 
 from .._core.segment import SegmentFile
 
+# A segment merged away by the cleaner, renamed while its group's cleaned file is not yet
+# committed (``<base>.log.swap``): recovery puts it back as ``.log`` when no ``.swap`` exists (the
+# cleaning never happened) and deletes it when one does (the merged segment replaces it). It can
+# not be ``.deleted``, which recovery always removes. See cleaner_swap.py for the whole sequence.
+REPLACED_SUFFIX = ".replaced"
+
 
 class FileCache:
     """Bounded set of open SegmentFiles. Thread-safe."""

@@ -5,7 +5,9 @@ segment from the one holding the recovery point on is revalidated batch by batch
 the file, CRC-32C) and truncated at the first invalid byte — a torn write, garbage appended, or a
 zero-filled tail — segments after a truncated one are deleted, and indexes are rebuilt. Nothing
 before the first invalid byte is lost. Leftovers of interrupted deletes (``.deleted``) and
-cleanings (``.cleaned``) are removed; completed cleanings (``.swap``) are put in place.
+cleanings (``.cleaned``) are removed; completed cleanings (``.swap``) are put in place. Segments
+a cleaning was merging away (``.replaced``) are deleted when its ``.swap`` exists (committed) and
+restored otherwise, so a merge of several segments is undone or completed whole (cleaner_swap.py).
 
 Example::
 
@@ -21,7 +23,7 @@ import os
 from typing import NamedTuple
 
 from ..config import LogConfig
-from .files import FileCache
+from .files import REPLACED_SUFFIX, FileCache
 from .segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 log = logging.getLogger(__name__)
@@ -36,9 +38,16 @@ class Loaded(NamedTuple):
 def _tidy(dir: str) -> list[int]:
     """Finish or undo interrupted file operations; return the base offsets of the .log files."""
     names = os.listdir(dir)
+    # one cleaning at a time per log: a .log.swap means its group's replacement was committed
+    committed = any(name.endswith(".log" + SWAP_SUFFIX) for name in names)
     for name in names:
         path = os.path.join(dir, name)
-        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
+        if name.endswith(REPLACED_SUFFIX):
+            if committed:
+                os.unlink(path)
+            else:                        # the cleaning never happened: the segment comes back
+                os.replace(path, path[: -len(REPLACED_SUFFIX)])
+        elif name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
             os.unlink(path)
         elif name.endswith(SWAP_SUFFIX):
             final = path[: -len(SWAP_SUFFIX)]

@@ -38,8 +38,9 @@ ops = st.lists(st.lists(st.tuples(st.integers(0, 7), st.one_of(st.none(), st.bin
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=ops, codec=st.sampled_from([0, 1]), map_entries=st.sampled_from([3, 1000]))
-def test_compaction_matches_a_dict_model(tmp_path_factory, batches, codec, map_entries):
+@given(batches=ops, codec=st.sampled_from([0, 1]), map_entries=st.sampled_from([3, 1000]),
+       merge_bytes=st.sampled_from([300, 1000, 1 << 20]))
+def test_compaction_matches_a_dict_model(tmp_path_factory, batches, codec, map_entries, merge_bytes):
     clock = FakeClock()
     log = Log(str(tmp_path_factory.mktemp("c") / "c-0"),
               LogConfig().with_overrides(segment_bytes=300, cleanup_policy=("compact",),
@@ -52,9 +53,19 @@ def test_compaction_matches_a_dict_model(tmp_path_factory, batches, codec, map_e
         for i, (k, v) in enumerate(recs):
             original[info.base_offset + i] = (b"k%d" % k, v)
     active_base = log.active_segment.base_offset
+    bases_before = {s.base_offset for s in log.segments}
+    # segments were rolled at 300 bytes; a larger segment.bytes (altered since) lets the cleaner
+    # merge them
+    log.config = log.config.with_overrides(segment_bytes=merge_bytes)
     cleaner = LogCleaner(clock=clock, max_map_entries=map_entries)
     while cleaner.clean(log):    # a small map needs several passes
         pass
+    cleaned = log.segments[:-1]
+    # merged segments are named by their group's first base and hold at most segment.bytes
+    assert {s.base_offset for s in log.segments} <= bases_before
+    assert all(s.size <= merge_bytes for s in cleaned)
+    if merge_bytes == 1 << 20:       # the last pass grouped every cleanable segment into one
+        assert len(cleaned) <= 1
     after = all_records(log)
     # offsets are kept and every surviving record is an original one
     assert [r.offset for r in after] == sorted(r.offset for r in after)
@@ -77,6 +88,12 @@ def test_compaction_matches_a_dict_model(tmp_path_factory, batches, codec, map_e
             assert off not in after2
         else:
             assert after2[off] == original[off][1]
+    # every surviving offset is still found by a read at that very offset (the merged segment's
+    # index and the segment list's lookup agree with the data)
+    for off, value in after2.items():
+        first = next(b for b in iter_batches(log.read(off, 1).read_bytes()))
+        assert first.base_offset <= off <= first.last_offset
+        assert {r.offset: r.value for r in first.records()}[off] == value
     log.close()
 
 
@@ -88,18 +105,22 @@ def compacted_log(tmp_path, clock, name="c-0", **cfg):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 4), min_size=1, max_size=4)),
+@given(batches=st.lists(st.tuples(st.sampled_from([None, 7, 8, 9]),
+                                  st.lists(st.integers(0, 4), min_size=1, max_size=4)),
                         min_size=2, max_size=30))
-def test_emptied_idempotent_batches_stay_as_empty_batches_with_their_producer_metadata(
-        tmp_path_factory, batches):
+def test_only_each_producers_last_batch_stays_once_emptied(tmp_path_factory, batches):
     clock = FakeClock()
     log = compacted_log(tmp_path_factory.mktemp("e"), clock)
-    seq, original, model = 0, {}, {}
-    for idempotent, keys in batches:
-        pid = dict(producer_id=7, producer_epoch=2, base_sequence=seq) if idempotent else {}
-        info = log.append(bytearray(build_batch([(b"k%d" % k, b"v", [], clock.now) for k in keys], **pid)))
-        original[info.base_offset] = (idempotent and seq, info.last_offset, len(keys))
-        seq += len(keys) if idempotent else 0
+    seqs, original, model, last_of = {}, {}, {}, {}
+    for pid, keys in batches:
+        meta = {}
+        if pid is not None:
+            meta = dict(producer_id=pid, producer_epoch=2, base_sequence=seqs.get(pid, 0))
+        info = log.append(bytearray(build_batch([(b"k%d" % k, b"v", [], clock.now) for k in keys], **meta)))
+        original[info.base_offset] = (pid, meta.get("base_sequence"), info.last_offset, len(keys))
+        if pid is not None:
+            seqs[pid] = seqs.get(pid, 0) + len(keys)
+            last_of[pid] = info.base_offset
         for i, k in enumerate(keys):
             model[info.base_offset + i] = k
     active_base = log.active_segment.base_offset
@@ -113,15 +134,16 @@ def test_emptied_idempotent_batches_stay_as_empty_batches_with_their_producer_me
     after = all_batches(log)
     assert {r.offset for b in after for r in b.records()} == survivors
     by_base = {b.base_offset: b for b in after}
-    for base, (first_seq, last, count) in original.items():
+    for base, (pid, first_seq, last, count) in original.items():
         alive = any(base <= o <= last for o in survivors)
         b = by_base.get(base)
-        if first_seq is False:           # a plain batch is kept only while it has records
-            assert (b is not None) == alive
+        # a batch stays while it has records; emptied, only as its producer's last batch
+        assert (b is not None) == (alive or (pid is not None and last_of[pid] == base))
+        if b is None or pid is None:
             continue
-        # an idempotent batch always stays, with its whole offset and sequence range
-        assert b is not None and b.last_offset == last
-        assert (b.producer_id, b.producer_epoch, b.base_sequence) == (7, 2, first_seq)
+        # ... with its whole offset and sequence range and its producer metadata
+        assert b.last_offset == last
+        assert (b.producer_id, b.producer_epoch, b.base_sequence) == (pid, 2, first_seq)
         assert b.base_sequence + b.last_offset_delta == first_seq + count - 1
         assert (b.record_count == 0) == (not alive)
     log.close()
