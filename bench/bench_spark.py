@@ -8,9 +8,15 @@ local[2] SparkSession, and prints a Markdown table: rows/s of each and the ratio
 
 No timed assertions: the figures go to bench/RESULTS.md by hand (section "PySpark source").
 
+With ``--writer`` it measures the sink instead: a cached DataFrame of ``--records`` rows
+(string key, ``--value-bytes`` binary value) written with ``df.write.format("fastkafka")`` into a
+``--partitions`` topic, alternating with the same DataFrame written to Parquet (the limit: Spark's
+own columnar file sink, same session, same rows), best and median of ``--rounds``.
+
 Example::
 
     .venv/bin/python bench/bench_spark.py --records 10000000 --rounds 3
+    .venv/bin/python bench/bench_spark.py --writer --records 2000000 --rounds 3
 """
 from __future__ import annotations
 
@@ -129,6 +135,38 @@ def timed(fn) -> tuple[float, object]:
     return time.perf_counter() - began, out
 
 
+def bench_writer(args, bootstrap: str, work: str) -> None:
+    """``--writer``: fastkafka sink vs Parquet sink over one cached DataFrame, alternating."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    import fastkafka.spark as fks
+    topic = "bench-writer"
+    admin = AdminClient({"bootstrap.servers": bootstrap})   # must outlive the future
+    admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+    spark = fks.local_session("bench-spark-writer", sql_shuffle_partitions=2, driver_memory="4g")
+    df = spark.range(args.records, numPartitions=2).selectExpr(
+        "CAST(id AS STRING) AS key",
+        f"CAST(lpad(CAST(id AS STRING), {args.value_bytes}, 'x') AS BINARY) AS value").cache()
+    assert df.count() == args.records
+    pq = os.path.join(work, "writer.parquet")
+    fk_times, pq_times = [], []
+    for r in range(args.rounds):   # alternate, so both see the same machine state
+        t, _ = timed(lambda: df.write.format("fastkafka").option("kafka.bootstrap.servers", bootstrap)
+                     .option("topic", topic).mode("append").save())
+        fk_times.append(t)
+        t, _ = timed(lambda: df.write.mode("overwrite").parquet(pq))
+        pq_times.append(t)
+        print(f"round {r}: fastkafka write {fk_times[-1]:.2f} s, parquet write {pq_times[-1]:.2f} s",
+              flush=True)
+    spark.stop()
+    n = args.records
+    print()
+    print("| write | fastkafka rows/s | Parquet rows/s | fastkafka / Parquet |")
+    print("|---|---|---|---|")
+    for label, f, p in ((f"best of {args.rounds}", min(fk_times), min(pq_times)),
+                        ("median", statistics.median(fk_times), statistics.median(pq_times))):
+        print(f"| {n:,} x {args.value_bytes} B, {label} | {n / f:,.0f} | {n / p:,.0f} | {p / f:.2f}x |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=10_000_000)
@@ -137,11 +175,16 @@ def main(argv=None) -> int:
     ap.add_argument("--min-partitions", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default=None, help="work directory (default: a temp dir)")
+    ap.add_argument("--writer", action="store_true",
+                    help="measure df.write.format('fastkafka') against a Parquet write instead")
     args = ap.parse_args(argv)
 
     work = args.dir or tempfile.mkdtemp(prefix="bench-spark-")
     proc, bootstrap = start_broker(os.path.join(work, "broker"))
     try:
+        if args.writer:
+            bench_writer(args, bootstrap, work)
+            return 0
         topic = "bench"
         t_produce = produce(bootstrap, topic, args.partitions, args.records, args.value_bytes)
         print(f"produced {args.records} x {args.value_bytes} B in {t_produce:.1f} s "

@@ -6,6 +6,10 @@ librdkafka's ``murmur2_random``), computed in Cython, so a key lands on the same
 whichever of these clients wrote it. :class:`HashPartitioner` is the seeds' ``hash(key) % n``
 with a hash that is stable across processes (Java's ``String.hashCode`` over the bytes).
 
+Whole columns: ``murmur2_positive_column`` hashes every key of an Arrow binary/string array
+from its buffers (the Spark writer routes Arrow batches with it); ``% num_partitions`` of its
+result is the partition, -1 marks a null key.
+
 Messages without a key are not given to the partitioner: the producer picks a random
 partition per :class:`~fastkafka.client.producer.ProducerData` (the "sticky" idea of KIP-480:
 a whole send lands in one batch instead of being sprayed one record per partition); async
@@ -24,10 +28,10 @@ from __future__ import annotations
 
 import random
 
-from fastkafka._core.client_hash import murmur2, murmur2_partition
+from fastkafka._core.client_hash import murmur2, murmur2_partition, murmur2_positive_column
 
 __all__ = ["Partitioner", "Murmur2Partitioner", "HashPartitioner", "RandomPartitioner",
-           "get_partitioner", "murmur2"]
+           "get_partitioner", "murmur2", "murmur2_partition", "murmur2_positive_column"]
 
 
 class Partitioner:

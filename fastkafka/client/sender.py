@@ -13,6 +13,11 @@ Idempotence: when ``enable.idempotence`` is on, ``acks`` is all and the broker o
 InitProducerId, batches carry the producer id/epoch and per-partition sequence numbers;
 otherwise they go without (the broker would reject sequences it cannot check).
 
+A chunk's records are either ``(key, value, headers, timestamp)`` tuples, encoded here, or an
+:class:`EncodedRecords` — a record stream some other encoder already wrote (the Spark writer
+encodes straight from Arrow buffers); both get their header, compression and sequence number
+here, so every batch leaves by the same path.
+
 Used by one thread at a time (the producer's sender thread, or the caller in sync mode).
 """
 from __future__ import annotations
@@ -23,11 +28,12 @@ from typing import NamedTuple
 
 from fastkafka import compression as _compression
 from fastkafka import errors, records
+from fastkafka._core.records_build import finish_batch
 from fastkafka.protocol import ApiKey
 
 from .metadata import Cluster
 
-__all__ = ["Sender", "RecordMetadata"]
+__all__ = ["Sender", "RecordMetadata", "EncodedRecords"]
 
 _DUPLICATE_SEQUENCE = 46   # the broker already has this batch: count it as written
 
@@ -39,6 +45,28 @@ class RecordMetadata(NamedTuple):
     offset: int
     count: int
     log_append_time: int = -1
+
+
+class EncodedRecords(NamedTuple):
+    """An uncompressed v2 record stream behind 61 reserved bytes, as
+    ``records_build.encode_records(..., reserve=61)`` and ``ArrowRecordsBuilder.finish()``
+    return it; the Sender writes the header (and compresses) in place of the reserve.
+
+    Example::
+
+        >>> from fastkafka._core.records_build import encode_records
+        >>> enc = EncodedRecords(*encode_records([(b"k", b"v", [], 5)], 0))
+        >>> enc.count, enc.base_timestamp
+        (1, 5)
+    """
+    buf: bytearray
+    count: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+
+
+_HEADER = 61   # the batch header the reserve leaves room for (records_layout.pxd)
 
 
 class _Batch:
@@ -95,6 +123,8 @@ class Sender:
     # -- batches --------------------------------------------------------------------------
 
     def _build(self, tp, recs) -> _Batch:
+        if isinstance(recs, EncodedRecords):
+            return self._build_encoded(tp, recs)
         if self.callbacks is not None:
             self.callbacks.before_send(tp[0], tp[1], recs)
         if self.idempotent:
@@ -107,16 +137,37 @@ class Sender:
             data = records.build_batch(recs, compression=self.codec, compression_level=self.level)
         return _Batch(tp, len(recs), data)
 
+    def _build_encoded(self, tp, enc: EncodedRecords) -> _Batch:
+        if enc.count <= 0:
+            raise ValueError("a record batch needs at least one record")
+        pid, epoch, seq = -1, -1, -1
+        if self.idempotent:
+            pid, epoch, seq = self.producer_id, self.producer_epoch, self._sequences[tp]
+            self._sequences[tp] = (seq + enc.count) & 0x7FFFFFFF
+        buf = enc.buf
+        if self.codec:
+            # Java's producer compresses even when it does not shrink; so do we (build_batch).
+            compressed = _compression.compress(self.codec, memoryview(buf)[_HEADER:], self.level)
+            buf = bytearray(_HEADER)
+            buf += compressed
+        finish_batch(buf, record_count=enc.count, last_offset_delta=enc.last_offset_delta,
+                     base_timestamp=enc.base_timestamp, max_timestamp=enc.max_timestamp,
+                     compression=self.codec, producer_id=pid, producer_epoch=epoch,
+                     base_sequence=seq)
+        return _Batch(tp, enc.count, buf)
+
     def send(self, chunks: list) -> list[tuple[tuple[str, int], int, RecordMetadata | None,
                                              BaseException | None]]:
-        """Send ``[(tp, records)]``; returns ``[(tp, count, metadata, error)]`` per chunk."""
+        """Send ``[(tp, records | EncodedRecords)]``; returns ``[(tp, count, metadata, error)]``
+        per chunk. Callbacks' ``before_send`` sees only plain record lists."""
         results = []
         todo = []
         for tp, recs in chunks:
             try:
                 todo.append(self._build(tp, recs))
             except Exception as e:  # noqa: BLE001 - reported per chunk, like a broker error
-                results.append((tp, len(recs), None, e))
+                results.append((tp, recs.count if isinstance(recs, EncodedRecords) else len(recs),
+                                None, e))
         while todo:
             retry = self._send_round(todo, results)
             if retry:
@@ -182,13 +233,17 @@ class Sender:
         return retry
 
     def _requests(self, batches: list[_Batch]):
-        """Pack batches into requests: one batch per partition, <= max.request.size bytes."""
+        """Pack batches into requests: one batch per partition, <= max.request.size bytes, each
+        partition's batches in their order."""
         pending = list(batches)
         while pending:
             req, seen, size, rest = [], set(), 0, []
             for b in pending:
                 if b.tp in seen or (req and size + len(b.data) > self.max_request):
                     rest.append(b)
+                    # A later (smaller) batch of this partition must not overtake this one:
+                    # the broker would refuse its sequence number (OutOfOrderSequenceNumber).
+                    seen.add(b.tp)
                     continue
                 req.append(b)
                 seen.add(b.tp)

@@ -3,10 +3,12 @@
 The columns are those of Spark's Kafka sink: ``value`` (required, string or binary), ``key``
 (string or binary), ``topic`` (string; the ``topic`` option wins when both are given),
 ``partition`` (int; otherwise murmur2 of the key like Java's producer, or one partition per
-chunk for null keys) and ``headers`` (array<struct<key string, value binary>>). Each task sends
-its rows through :class:`fastkafka.client.sender.Sender` (batches built in Cython, pipelined per
-leader, retried on retriable errors) and fails the task on the first error, so Spark retries it:
-delivery is at-least-once, as with Spark's own sink.
+chunk for null keys) and ``headers`` (array<struct<key string, value binary>>). Each task works
+on whole Arrow batches -- keys hashed, rows grouped and record streams encoded from the Arrow
+buffers in Cython (``_core.records_arrow``), no Python object per row -- and sends them through
+:class:`fastkafka.client.sender.Sender` (pipelined per leader, retried on retriable errors). It
+fails the task on the first error, so Spark retries it: delivery is at-least-once, as with
+Spark's own sink.
 
 Example::
 
@@ -19,22 +21,27 @@ Spark accepts only the append (and overwrite) modes for Python data sources; bot
 from __future__ import annotations
 
 import random
+import time
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrowWriter,
                                     WriterCommitMessage)
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, StringType, StructType)
 
+from fastkafka._core.records_arrow import ArrowColumns, ArrowRecordsBuilder
 from fastkafka.client import Cluster
-from fastkafka.client.partitioner import murmur2_partition
-from fastkafka.client.sender import Sender
+from fastkafka.client.partitioner import murmur2_positive_column
+from fastkafka.client.sender import EncodedRecords, Sender
 
 from .options import KafkaOptionError, SinkOptions
 
 __all__ = ["BatchWriter", "StreamWriter", "KafkaCommitMessage", "validate_write_schema"]
 
 _TARGET_CHUNK_BYTES = 512 << 10   # one batch per chunk; several chunks make one request
+_ROWS_PER_SLICE = 32_768
 
 
 class KafkaCommitMessage(WriterCommitMessage):
@@ -71,18 +78,40 @@ def validate_write_schema(schema: StructType, opts: SinkOptions) -> None:
         raise KafkaOptionError(f"headers attribute unsupported type {h.simpleString()}")
 
 
-def _column(rb: pa.RecordBatch, name: str) -> list | None:
-    i = rb.schema.get_field_index(name)
-    if i < 0:
-        return None
-    col = rb.column(i)
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        col = col.cast(pa.binary())   # zero-copy: a string's bytes are its UTF-8
-    return col.to_pylist()
+def _binary_spec(arr: pa.Array) -> tuple:
+    """``(validity, offsets, data, offset, length)`` of a binary/string array (a string's bytes
+    are its UTF-8, so both share one layout; large variants are narrowed, zero-copy if small)."""
+    if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.binary())
+    validity, offsets, data = arr.buffers()[:3]
+    return (validity if arr.null_count else None, offsets, data, arr.offset, len(arr))
+
+
+def _headers_spec(arr: pa.Array) -> tuple:
+    """list<struct<key, value>> as the list's offsets plus its two children (struct offset
+    applied by ``field``); the encoder indexes the children with the list's offsets."""
+    if pa.types.is_large_list(arr.type):
+        arr = arr.cast(pa.list_(arr.type.value_type))
+    entries = arr.values
+    validity, offsets = arr.buffers()[:2]
+    return ((validity if arr.null_count else None, offsets, None, arr.offset, len(arr)),
+            _binary_spec(entries.field(0)), _binary_spec(entries.field(1)))
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class _TaskProducer:
-    """Routes one task's rows to partitions and sends them in chunks."""
+    """Routes one task's rows to partitions and sends them, a whole Arrow batch at a time.
+
+    Per Arrow batch: topic codes (dictionary encoding of the topic column), partitions (the
+    partition column, else murmur2 of the key over the whole column in Cython, else a sticky
+    partition), one stable sort by (topic, partition), then each group's rows are appended
+    straight from the Arrow buffers to that partition's open record stream (Cython). Streams
+    are sealed at ~512 KiB and sent once ~2 MiB are ready; the Sender adds headers,
+    compression and sequence numbers.
+    """
 
     def __init__(self, opts: SinkOptions):
         self.opts = opts
@@ -92,51 +121,108 @@ class _TaskProducer:
             "request.timeout.ms": opts.request_timeout_ms,
             "max.request.size": opts.max_request_size})
         self.sender = Sender(self.cluster)
-        self.pending: dict[tuple, list] = {}
-        self.pending_bytes = 0
+        self.open: dict[tuple, ArrowRecordsBuilder] = {}
+        self.ready: list[tuple[tuple, EncodedRecords]] = []
+        self.ready_bytes = 0
         self.sent = 0
         self._sticky: dict[str, int] = {}
 
-    def _partition(self, topic: str, key, given) -> int:
-        if given is not None:
-            return given
-        n = len(self.cluster.partitions_for(topic))
-        if key is not None:
-            return murmur2_partition(key, n)
+    def _topics(self, rb: pa.RecordBatch) -> tuple[list[str], np.ndarray | None]:
+        """Distinct topics and each row's index into them (None: every row the option's)."""
+        if self.opts.topic is not None:
+            return [self.opts.topic], None
+        col = rb.column(rb.schema.get_field_index("topic"))
+        if col.null_count:
+            raise KafkaOptionError("Null topic present in the data. Use the topic option "
+                                   "for setting a default topic.")
+        enc = pc.dictionary_encode(col)
+        return enc.dictionary.to_pylist(), enc.indices.to_numpy().astype(np.int64)
+
+    def _sticky_partition(self, topic: str, n: int) -> int:
         p = self._sticky.get(topic)
         if p is None:   # null keys stick to one partition per chunk, like Java's sticky partitioner
             p = self._sticky[topic] = random.randrange(n)
         return p
 
-    def add(self, rb: pa.RecordBatch) -> None:
+    def _partitions(self, rb: pa.RecordBatch, topics: list[str],
+                    codes: np.ndarray | None) -> np.ndarray:
         n = rb.num_rows
-        values = _column(rb, "value")
-        keys = _column(rb, "key") or [None] * n
-        topics = ([self.opts.topic] * n if self.opts.topic is not None
-                  else [t.decode() if t is not None else None for t in _column(rb, "topic")])
-        parts = _column(rb, "partition") or [None] * n
-        headers = _column(rb, "headers") if self.opts.include_headers else None
-        for i in range(n):
-            topic = topics[i]
-            if topic is None:
-                raise KafkaOptionError("Null topic present in the data. Use the topic option "
-                                       "for setting a default topic.")
-            hs = [(h["key"], h["value"]) for h in headers[i]] if headers and headers[i] else []
-            value = values[i]
-            tp = (topic, self._partition(topic, keys[i], parts[i]))
-            self.pending.setdefault(tp, []).append((keys[i], value, hs, None))
-            self.pending_bytes += (len(value) if value is not None else 0) + 16
-        if self.pending_bytes >= 4 * _TARGET_CHUNK_BYTES:
-            self.flush()
+        out = np.full(n, -1, np.int64)
+        pi = rb.schema.get_field_index("partition")
+        if pi >= 0:
+            given = rb.column(pi)
+            out = pc.fill_null(given, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            if not given.null_count:
+                return out   # every row says where it goes: no metadata needed
+        todo = out < 0
+        sizes = np.array([len(self.cluster.partitions_for(t)) for t in topics], np.int64)
+        per_row = sizes[codes] if codes is not None else sizes[0]
+        ki = rb.schema.get_field_index("key")
+        if ki >= 0:
+            hashes = np.empty(n, np.int32)
+            murmur2_positive_column(_binary_spec(rb.column(ki)), hashes)
+            keyed = todo & (hashes >= 0)
+            out = np.where(keyed, hashes % per_row, out)
+            todo &= ~keyed
+        if todo.any():
+            for code, topic in enumerate(topics):
+                rows = todo if codes is None else todo & (codes == code)
+                if rows.any():
+                    out[rows] = self._sticky_partition(topic, int(sizes[code]))
+        return out
 
-    def flush(self) -> None:
-        if not self.pending:
+    def add(self, rb: pa.RecordBatch) -> None:
+        # Slices (zero-copy) bound what is encoded before it is sent when Spark hands over one
+        # huge batch: sending then overlaps with encoding and memory stays flat.
+        for start in range(0, rb.num_rows, _ROWS_PER_SLICE):
+            self._add(rb.slice(start, _ROWS_PER_SLICE))
+
+    def _add(self, rb: pa.RecordBatch) -> None:
+        n = rb.num_rows
+        topics, codes = self._topics(rb)
+        parts = self._partitions(rb, topics, codes)
+        group = parts if codes is None else (codes << 32) | parts
+        if group.min() == group.max():
+            order = np.arange(n, dtype=np.int64)
+            starts = np.zeros(1, np.int64)
+        else:
+            order = np.argsort(group, kind="stable").astype(np.int64)
+            group = group[order]
+            starts = np.concatenate(([0], np.flatnonzero(group[1:] != group[:-1]) + 1))
+        ends = np.append(starts[1:], n)
+        ki = rb.schema.get_field_index("key")
+        hi = rb.schema.get_field_index("headers") if self.opts.include_headers else -1
+        cols = ArrowColumns(_binary_spec(rb.column(ki)) if ki >= 0 else None,
+                            _binary_spec(rb.column(rb.schema.get_field_index("value"))),
+                            _headers_spec(rb.column(hi)) if hi >= 0 else None)
+        ts = _now_ms()
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            g = int(group[s])
+            tp = (topics[g >> 32] if codes is not None else topics[0], g & 0xFFFFFFFF)
+            builder = self.open.get(tp)
+            if builder is None:
+                builder = self.open[tp] = ArrowRecordsBuilder()
+            while s < e:
+                s = builder.append(cols, order, s, e, ts, _TARGET_CHUNK_BYTES)
+                if s < e:   # the stream is full: seal it, keep appending to a fresh one
+                    self._seal(tp, builder)
+        if self.ready_bytes >= 4 * _TARGET_CHUNK_BYTES:
+            self.flush(final=False)
+
+    def _seal(self, tp, builder: ArrowRecordsBuilder) -> None:
+        enc = EncodedRecords(*builder.finish())
+        self.ready.append((tp, enc))
+        self.ready_bytes += len(enc.buf)
+
+    def flush(self, final: bool = True) -> None:
+        if final:
+            for tp, builder in self.open.items():
+                if builder.count:
+                    self._seal(tp, builder)
+            self.open.clear()
+        if not self.ready:
             return
-        chunks = []
-        for tp, recs in self.pending.items():
-            per = max(1, len(recs) * _TARGET_CHUNK_BYTES // max(1, self.pending_bytes))
-            chunks += [(tp, recs[i:i + per]) for i in range(0, len(recs), per)]
-        self.pending, self.pending_bytes = {}, 0
+        chunks, self.ready, self.ready_bytes = self.ready, [], 0
         self._sticky.clear()
         for _tp, count, _md, err in self.sender.send(chunks):
             if err is not None:

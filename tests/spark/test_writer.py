@@ -71,3 +71,30 @@ def test_write_errors_surface_as_spark_errors(spark, broker, topic_name):
         df.selectExpr("value", "7 AS partition").write.format("fastkafka") \
             .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic_name) \
             .mode("append").save()
+
+
+def test_write_mixed_routing_compressed_and_null_key_stickiness(spark, broker, topic_name):
+    """Per row: the partition column when set, else murmur2 of the key, else one sticky
+    partition for the task's null-key rows (they fit one chunk here); zstd batches."""
+    from fastkafka.client.partitioner import murmur2_partition
+    create_topic(broker, topic_name, partitions=3)
+    df = spark.range(0, 300, 1, 1).selectExpr(
+        "IF(id % 3 = 0, NULL, CAST(CAST(id AS STRING) AS BINARY)) AS key",
+        "CAST(id AS STRING) AS value",
+        "IF(id % 2 = 0, CAST(id % 3 AS INT), NULL) AS partition")
+    df.write.format("fastkafka").option("kafka.bootstrap.servers", broker.bootstrap) \
+        .option("kafka.compression.type", "zstd").option("topic", topic_name) \
+        .mode("append").save()
+    got = reader(spark, broker, subscribe=topic_name) \
+        .selectExpr("CAST(key AS STRING) k", "CAST(value AS STRING) v", "partition").collect()
+    assert sorted(int(r.v) for r in got) == list(range(300))
+    sticky = set()
+    for r in got:
+        i = int(r.v)
+        if i % 2 == 0:
+            assert r.partition == i % 3
+        elif r.k is not None:
+            assert r.k == str(i) and r.partition == murmur2_partition(r.k.encode(), 3)
+        else:
+            sticky.add(r.partition)
+    assert len(sticky) == 1
