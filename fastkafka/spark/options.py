@@ -27,7 +27,7 @@ from typing import Mapping
 
 __all__ = ["KafkaOptionError", "OffsetSpec", "SourceOptions", "SinkOptions", "EARLIEST", "LATEST",
            "parse_source_options", "parse_sink_options", "parse_partition_offsets",
-           "parse_assign"]
+           "parse_assign", "time_string_as_ms"]
 
 # Kafka's sentinels, also accepted inside offset JSON as Spark documents ("-2 earliest, -1 latest").
 EARLIEST = -2
@@ -81,6 +81,10 @@ class SourceOptions:
     starting: OffsetSpec = OffsetSpec("earliest")
     ending: OffsetSpec = OffsetSpec("latest")
     max_offsets_per_trigger: int | None = None
+    # Streaming: hold a micro-batch back until this many new offsets exist, or until
+    # max_trigger_delay_ms passed since the last one (Spark's default 15m).
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
@@ -135,6 +139,35 @@ def _int(opts: dict, key: str, default: int | None) -> int | None:
         return int(v.strip())
     except ValueError:
         raise KafkaOptionError(f"Option '{key}' must be an integer, got '{v}'") from None
+
+
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
+                  "d": 86_400_000}
+_TIME_ERROR = ("Time must be specified as seconds (s), milliseconds (ms), microseconds (us), "
+               "minutes (m or min), hour (h), or day (d). E.g. 50s, 100ms, or 250us.")
+
+
+def time_string_as_ms(text: str) -> int:
+    """A duration as Spark's configs write it (``JavaUtils.timeStringAsMs``): an integer with an
+    optional unit us/ms/s/m/min/h/d, milliseconds when none; rejects what Spark rejects.
+
+    >>> time_string_as_ms("15m"), time_string_as_ms(" 30S "), time_string_as_ms("100")
+    (900000, 30000, 100)
+    >>> time_string_as_ms("1.5s")
+    Traceback (most recent call last):
+    ...
+    fastkafka.spark.options.KafkaOptionError: Time must be specified as seconds (s), milliseconds (ms), microseconds (us), minutes (m or min), hour (h), or day (d). E.g. 50s, 100ms, or 250us.
+    Failed to parse time string: 1.5s
+    """
+    m = re.fullmatch(r"(-?[0-9]+)([a-z]+)?", text.strip().lower())
+    if m is None:
+        raise KafkaOptionError(f"{_TIME_ERROR}\nFailed to parse time string: {text}")
+    unit = m.group(2) or "ms"
+    if unit not in _TIME_UNITS_MS:
+        raise KafkaOptionError(f'{_TIME_ERROR}\nInvalid suffix: "{unit}"')
+    scale = _TIME_UNITS_MS[unit]
+    n = int(m.group(1))
+    return n * scale if scale >= 1 else int(n / 1000)   # Java's TimeUnit truncates toward zero
 
 
 def _json_object(text: str, example: str) -> dict:
@@ -302,6 +335,11 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     max_per_trigger = _int(opts, "maxOffsetsPerTrigger", None)
     if max_per_trigger is not None and max_per_trigger <= 0:
         raise KafkaOptionError("maxOffsetsPerTrigger must be positive")
+    min_per_trigger = _int(opts, "minOffsetsPerTrigger", None)
+    if min_per_trigger is not None and min_per_trigger <= 0:
+        raise KafkaOptionError("minOffsetsPerTrigger must be positive")
+    max_delay = opts.get("maxtriggerdelay")
+    max_delay_ms = 15 * 60 * 1000 if max_delay is None else time_string_as_ms(max_delay)
     ts_strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if ts_strategy not in ("error", "latest"):
         raise KafkaOptionError(f"startingOffsetsByTimestampStrategy must be 'error' or 'latest', "
@@ -311,7 +349,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     return SourceOptions(
         bootstrap_servers=opts["kafka.bootstrap.servers"].strip(), strategy=strategy,
         topics=topics, pattern=pattern, assign=assign, starting=starting, ending=ending,
-        max_offsets_per_trigger=max_per_trigger, min_partitions=min_partitions,
+        max_offsets_per_trigger=max_per_trigger, min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=max_delay_ms, min_partitions=min_partitions,
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
         starting_timestamp_strategy=ts_strategy, fetch_max_bytes=fetch_max,

@@ -14,6 +14,16 @@ Pitfalls this module is built around:
   state small and rebuild connections per call.
 * ``Trigger.AvailableNow``: :meth:`StreamReader.prepareForTriggerAvailableNow` pins the latest
   offsets at the query's start; partitions created later are left for the next run.
+* ``minOffsetsPerTrigger``/``maxTriggerDelay``: Spark's Kafka source asks for a ``ReadMinRows``
+  carrying the delay, or a composite of it and ``ReadMaxRows``. Spark 4.3's Python API has
+  ``ReadMinRows(min_rows)`` without a delay and no composite limit, so the reader applies both
+  options itself: :meth:`StreamReader.latestOffset` returns ``start`` (Spark then runs no
+  micro-batch) while fewer than ``minOffsetsPerTrigger`` new offsets exist and less than
+  ``maxTriggerDelay`` passed since the last trigger; ``maxOffsetsPerTrigger`` still caps the
+  batch it lets through. The last trigger's time lives in the reader, which the planner process
+  keeps for the query's run; a restarted query lets its first trigger through, as Spark's does.
+  Under ``availableNow`` the minimum is ignored: waiting there would hold the run back for up to
+  the delay with nothing more to come.
 
 Example::
 
@@ -25,10 +35,11 @@ Example::
 """
 from __future__ import annotations
 
+import time
 from typing import Iterator
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows,
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 
 from . import planning
@@ -45,6 +56,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, opts: SourceOptions):
         self.opts = opts
         self._target: dict | None = None   # availableNow: latest offsets when the query began
+        self._last_trigger: float | None = None   # monotonic seconds; None: none yet this run
 
     def _connect(self):
         return connect(self.opts.bootstrap_servers, self.opts.request_timeout_ms)
@@ -59,7 +71,24 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def getDefaultReadLimit(self):
         n = self.opts.max_offsets_per_trigger
+        if n is None and self.opts.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
         return ReadAllAvailable() if n is None else ReadMaxRows(n)
+
+    def _hold_back(self, base: dict, latest: dict, limit) -> bool:
+        """Whether to skip this trigger: too few new offsets and the delay not yet over."""
+        min_rows = self.opts.min_offsets_per_trigger
+        if min_rows is None or self._target is not None or isinstance(limit, ReadAllAvailable):
+            return False
+        if isinstance(limit, ReadMinRows):
+            min_rows = limit.min_rows
+        now = time.monotonic()
+        waited = None if self._last_trigger is None else now - self._last_trigger
+        if waited is not None and waited * 1000 < self.opts.max_trigger_delay_ms:
+            if sum(max(0, latest[tp] - base[tp]) for tp in latest) < min_rows:
+                return True
+        self._last_trigger = now
+        return False
 
     def prepareForTriggerAvailableNow(self) -> None:
         with self._connect() as cluster:
@@ -83,6 +112,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begun = planning.offsets_from_json(start)
         # New partitions start at their earliest offset; partitions that vanished keep theirs.
         base = {tp: begun.get(tp, earliest[tp]) for tp in latest}
+        if self._hold_back(base, latest, limit):
+            return start
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = planning.rate_limit(base, latest, max_rows)
         for tp, off in begun.items():

@@ -1,5 +1,6 @@
 """Streaming reads: availableNow runs resume from Spark's checkpoint, rate limits, new partitions."""
 import json
+import time
 
 import pytest
 from conftest import create_topic, produce
@@ -60,4 +61,86 @@ def test_streaming_rejects_ending_offsets(spark, broker, topic_name):
     with pytest.raises(Exception, match="ending offset not valid in streaming queries"):
         (spark.readStream.format("fastkafka").option("kafka.bootstrap.servers", broker.bootstrap)
          .option("subscribe", topic_name).option("endingOffsets", "latest").load()
+         .writeStream.format("console").start().awaitTermination(30))
+
+
+def _memory_query(spark, broker, topic, name, **options):
+    r = (spark.readStream.format("fastkafka").option("kafka.bootstrap.servers", broker.bootstrap)
+         .option("subscribe", topic).option("startingOffsets", "earliest"))
+    for k, v in options.items():
+        r = r.option(k, v)
+    return (r.load().selectExpr("CAST(value AS STRING) AS v").writeStream.format("memory")
+            .queryName(name).trigger(processingTime="200 milliseconds").start())
+
+
+def _data_batches(q):
+    return [p for p in q.recentProgress if p["numInputRows"] > 0]
+
+
+def _wait_for(pred, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_min_offsets_per_trigger_waits_for_rows_or_max_trigger_delay(spark, broker, topic_name):
+    """minOffsetsPerTrigger=3, maxTriggerDelay=8s: 1 new record waits for the delay; 3 more
+    run at once; the first trigger of a run goes through (nothing to read then)."""
+    create_topic(broker, topic_name, partitions=2)
+    name = "minrows_" + topic_name.replace("-", "_")
+    delay = 8.0
+    began = time.monotonic()
+    q = _memory_query(spark, broker, topic_name, name, minOffsetsPerTrigger="3",
+                      maxTriggerDelay="8s")
+    try:
+        assert _wait_for(lambda: q.lastProgress is not None, 60)   # first trigger has run
+        produce(broker, topic_name, [{"value": b"0", "partition": 0}])
+        time.sleep(3)
+        assert _data_batches(q) == [] and q.exception() is None   # 1 < 3 and the delay is not over
+        assert _wait_for(lambda: _data_batches(q), 60), q.exception()
+        first_at = time.monotonic()
+        assert first_at - began >= delay     # only the delay let the lone record through
+        assert [p["numInputRows"] for p in _data_batches(q)] == [1]
+        produce(broker, topic_name, [{"value": b"%d" % i, "partition": i % 2} for i in (1, 2, 3)])
+        produced = time.monotonic()
+        assert _wait_for(lambda: len(_data_batches(q)) == 2, 60), q.exception()
+        assert time.monotonic() - produced < delay - 2   # the minimum, not the delay, ran it
+        assert [p["numInputRows"] for p in _data_batches(q)] == [1, 3]
+        assert sorted(int(r.v) for r in spark.table(name).collect()) == [0, 1, 2, 3]
+    finally:
+        q.stop()
+
+
+def test_min_and_max_offsets_per_trigger_together(spark, broker, topic_name):
+    """With both set the minimum holds batches back and the maximum still caps them."""
+    create_topic(broker, topic_name, partitions=1)
+    name = "minmax_" + topic_name.replace("-", "_")
+    q = _memory_query(spark, broker, topic_name, name, minOffsetsPerTrigger="5",
+                      maxOffsetsPerTrigger="4", maxTriggerDelay="10m")
+    try:
+        assert _wait_for(lambda: q.lastProgress is not None, 60)
+        produce(broker, topic_name, [{"value": b"%d" % i} for i in range(3)])
+        time.sleep(2)
+        assert _data_batches(q) == []
+        produce(broker, topic_name, [{"value": b"%d" % i} for i in range(3, 12)])
+        # 12 new: a batch of 4 (the max); 8 left >= 5: another 4; then 4 < 5 waits (10m delay)
+        assert _wait_for(lambda: len(_data_batches(q)) >= 2, 60), q.exception()
+        time.sleep(2)
+        assert [p["numInputRows"] for p in _data_batches(q)] == [4, 4]
+    finally:
+        q.stop()
+
+
+@pytest.mark.parametrize("opt,value,message", [
+    ("minOffsetsPerTrigger", "0", "minOffsetsPerTrigger must be positive"),
+    ("maxTriggerDelay", "5 minutes", "Failed to parse time string: 5 minutes"),
+    ("maxTriggerDelay", "5w", 'Invalid suffix: "w"'),
+])
+def test_trigger_options_rejected_like_spark(spark, broker, topic_name, opt, value, message):
+    with pytest.raises(Exception, match=message):
+        (spark.readStream.format("fastkafka").option("kafka.bootstrap.servers", broker.bootstrap)
+         .option("subscribe", topic_name).option(opt, value).load()
          .writeStream.format("console").start().awaitTermination(30))
