@@ -3,8 +3,13 @@
 Starts a broker subprocess (``python -m fastkafka serve``) on a free loopback port, produces
 ``--records`` records of ``--value-bytes`` bytes with confluent-kafka, copies the topic into
 Parquet with Spark (``fastkafka`` read -> Parquet write, timed as the load rate), then runs
-``SELECT sum(length(value))`` alternately over the topic and over the Parquet copy, in the same
-local[2] SparkSession, and prints a Markdown table: rows/s of each and the ratio.
+``SELECT sum(length(value))`` alternately over the topic, over the Parquet copy and over the
+Arrow-ceiling sources of ``spark_ceiling.py``, in the same local[2] SparkSession, after one
+untimed warm-up round of each (the JVM's JIT otherwise charges its compilation to whichever query
+runs first), and prints a Markdown table: rows/s of each and the ratios.
+
+Values are distinct by default (``--values constant`` repeats one value: Parquet then stores a
+single dictionary entry and its scan decodes almost nothing, a case no real topic presents).
 
 No timed assertions: the figures go to bench/RESULTS.md by hand (section "PySpark source").
 
@@ -35,51 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Spark's Python workers import the ceiling source below from this module.
 os.environ["PYTHONPATH"] = os.pathsep.join([HERE, ROOT, os.environ.get("PYTHONPATH", "")])
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition  # noqa: E402
-
-
-class _CeilingReader(DataSourceReader):
-    """Yields one pre-built Arrow batch in the Kafka schema over and over: no broker, no
-    decoding — the most Spark's Python data source path can carry (the limit for our source)."""
-
-    def __init__(self, records: int, partitions: int, value_bytes: int, rows: int):
-        self.records, self.parts, self.value_bytes, self.rows = records, partitions, value_bytes, rows
-
-    def partitions(self):
-        return [InputPartition(i) for i in range(self.parts)]
-
-    def read(self, partition):
-        import numpy as np
-        import pyarrow as pa
-        from fastkafka.spark.broker import _string_column, arrow_schema
-        k, vb = self.rows, self.value_bytes
-        values = pa.Array.from_buffers(pa.binary(), k, [
-            None, pa.py_buffer(np.arange(k + 1, dtype=np.int32) * vb), pa.py_buffer(b"x" * vb * k)])
-        rb = pa.RecordBatch.from_arrays([
-            pa.nulls(k, pa.binary()), values, _string_column("bench", k),
-            pa.array(np.zeros(k, np.int32)), pa.array(np.arange(k, dtype=np.int64)),
-            pa.array(np.zeros(k, np.int64)).cast(pa.timestamp("us", tz="UTC")),
-            pa.array(np.zeros(k, np.int32))], schema=arrow_schema(False))
-        mine = self.records // self.parts
-        for _ in range(mine // k):
-            yield rb
-        if mine % k:
-            yield rb.slice(0, mine % k)
-
-
-class CeilingSource(DataSource):
-    @classmethod
-    def name(cls):
-        return "arrow_ceiling"
-
-    def schema(self):
-        from fastkafka.spark.source import spark_schema
-        return spark_schema(False)
-
-    def reader(self, schema):
-        o = self.options
-        return _CeilingReader(int(o["records"]), int(o["partitions"]), int(o["value_bytes"]),
-                              int(o.get("rows", 150_000)))
+from spark_ceiling import CeilingSource  # noqa: E402
 
 
 def free_port() -> int:
@@ -107,16 +68,35 @@ def start_broker(log_dir: str) -> tuple[subprocess.Popen, str]:
     raise TimeoutError("broker did not start")
 
 
-def produce(bootstrap: str, topic: str, partitions: int, n: int, value_bytes: int) -> float:
+def record_values(n: int, value_bytes: int, kind: str):
+    """``n`` values of ``value_bytes`` bytes. ``distinct`` (the default): an 8-byte record number
+    then bytes from a seeded random pool, so no two rows are equal and nothing compresses, like
+    real event payloads; ``constant``: one value repeated, which Parquet stores as a single
+    dictionary entry (its scan then decodes almost nothing -- the degenerate case)."""
+    if kind == "constant":
+        value = (b"0123456789abcdef" * (value_bytes // 16 + 1))[:value_bytes]
+        for _ in range(n):
+            yield value
+        return
+    import random
+    tail = max(0, value_bytes - 8)
+    pool = random.Random(1).randbytes(1 << 20)
+    span = len(pool) - tail
+    for i in range(n):
+        j = (i * 7919) % span
+        yield (i.to_bytes(8, "big") + pool[j:j + tail])[:value_bytes]
+
+
+def produce(bootstrap: str, topic: str, partitions: int, n: int, value_bytes: int,
+            values: str = "distinct") -> float:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
                   "queue.buffering.max.messages": 1_000_000, "acks": 1})
-    value = (b"0123456789abcdef" * (value_bytes // 16 + 1))[:value_bytes]
     began = time.perf_counter()
-    for i in range(n):
+    for i, value in enumerate(record_values(n, value_bytes, values)):
         while True:
             try:
                 p.produce(topic, value, partition=i % partitions)
@@ -174,6 +154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--min-partitions", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--values", choices=("distinct", "constant"), default="distinct")
     ap.add_argument("--dir", default=None, help="work directory (default: a temp dir)")
     ap.add_argument("--writer", action="store_true",
                     help="measure df.write.format('fastkafka') against a Parquet write instead")
@@ -186,8 +167,9 @@ def main(argv=None) -> int:
             bench_writer(args, bootstrap, work)
             return 0
         topic = "bench"
-        t_produce = produce(bootstrap, topic, args.partitions, args.records, args.value_bytes)
-        print(f"produced {args.records} x {args.value_bytes} B in {t_produce:.1f} s "
+        t_produce = produce(bootstrap, topic, args.partitions, args.records, args.value_bytes,
+                            args.values)
+        print(f"produced {args.records} x {args.value_bytes} B ({args.values}) in {t_produce:.1f} s "
               f"({args.records / t_produce:,.0f} records/s, confluent-kafka)", flush=True)
 
         import fastkafka.spark as fks
@@ -209,34 +191,34 @@ def main(argv=None) -> int:
         query = "sum(length(value)) AS bytes"
         expect = args.records * args.value_bytes
         spark.dataSource.register(CeilingSource)
-        ceiling = spark.read.format("arrow_ceiling").options(
-            records=args.records, partitions=args.partitions, value_bytes=args.value_bytes)
-        fk_times, pq_times, ce_times = [], [], []
-        for r in range(args.rounds):   # alternate, so all see the same machine state
-            t, out = timed(lambda: kafka_df().selectExpr(query).collect()[0].bytes)
-            assert out == expect, (out, expect)
-            fk_times.append(t)
-            t, out = timed(lambda: spark.read.parquet(pq).selectExpr(query).collect()[0].bytes)
-            assert out == expect, (out, expect)
-            pq_times.append(t)
-            t, out = timed(lambda: ceiling.load().selectExpr(query).collect()[0].bytes)
-            assert out == args.records // args.partitions * args.partitions * args.value_bytes
-            ce_times.append(t)
-            print(f"round {r}: fastkafka {fk_times[-1]:.2f} s, parquet {pq_times[-1]:.2f} s, "
-                  f"arrow ceiling {ce_times[-1]:.2f} s", flush=True)
+        def ceiling(columns):
+            return spark.read.format("arrow_ceiling").options(
+                records=args.records, partitions=args.partitions, value_bytes=args.value_bytes,
+                columns=columns).load()
+
+        queries = {"fastkafka": kafka_df, "parquet": lambda: spark.read.parquet(pq),
+                   "ceiling": lambda: ceiling("all"), "ceiling1": lambda: ceiling("value")}
+        carried = args.records // args.partitions * args.partitions * args.value_bytes
+        times: dict[str, list] = {name: [] for name in queries}
+        for r in range(-1, args.rounds):   # alternate, so all see the same machine state
+            for name, df in queries.items():
+                t, out = timed(lambda: df().selectExpr(query).collect()[0].bytes)
+                assert out == (carried if name.startswith("ceiling") else expect), (name, out)
+                if r >= 0:                 # round -1 warms the JIT up
+                    times[name].append(t)
+            if r >= 0:
+                print(f"round {r}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
+                      flush=True)
         spark.stop()
         n = args.records
-        fk_best, pq_best = min(fk_times), min(pq_times)
-        fk_med, pq_med = statistics.median(fk_times), statistics.median(pq_times)
         print()
-        ce_best, ce_med = min(ce_times), statistics.median(ce_times)
-        print("| query | fastkafka rows/s | Parquet rows/s | Arrow ceiling rows/s | "
+        print("| query | fastkafka rows/s | Parquet rows/s | Arrow ceiling rows/s (7 / 1 columns) | "
               "fastkafka / Parquet | fastkafka / ceiling |")
         print("|---|---|---|---|---|---|")
-        for label, f, p, c in ((f"best of {args.rounds}", fk_best, pq_best, ce_best),
-                               ("median", fk_med, pq_med, ce_med)):
-            print(f"| sum(length(value)), {label} | {n / f:,.0f} | {n / p:,.0f} | {n / c:,.0f} | "
-                  f"{p / f:.2f}x | {c / f:.2f}x |")
+        for label, pick in ((f"best of {args.rounds}", min), ("median", statistics.median)):
+            f, p, c, c1 = (pick(times[k]) for k in ("fastkafka", "parquet", "ceiling", "ceiling1"))
+            print(f"| sum(length(value)), {label} | {n / f:,.0f} | {n / p:,.0f} | "
+                  f"{n / c:,.0f} / {n / c1:,.0f} | {p / f:.2f}x | {c / f:.2f}x |")
         print(f"| copy topic -> Parquet (one pass, all columns) | {n / t_load:,.0f} | | | | |")
     finally:
         proc.terminate()
