@@ -89,10 +89,23 @@ def _describe(progress: dict) -> str:
             + (", " + ", ".join(moved) if moved else ""))
 
 
-def run_load(spark, args, out=sys.stdout) -> dict:
+def run_load(spark, args, out=None, transform=None) -> dict:
     """Run one incremental load with ``spark``; returns ``{"rows", "batches", "seconds",
-    "offsets"}`` and prints progress lines to ``out``."""
+    "offsets"}`` and prints progress lines to ``out`` (``sys.stdout`` at call time).
+
+    ``transform``, if given, maps the streaming DataFrame (Kafka columns, after
+    ``--cast-strings``/``--partition-by-date``) to the one stored -- parse values, drop
+    columns; it runs inside each micro-batch's tasks, so a failed task redoes it too.
+
+    Example::
+
+        args = build_parser().parse_args(["--topic", "orders", "--output", "warehouse/orders",
+                                          "--cast-strings"])
+        run_load(spark, args, transform=lambda df: df.withColumn(
+            "order", F.from_json("value", "id long, total double")))
+    """
     from pyspark.sql import functions as F
+    out = out if out is not None else sys.stdout   # not a default: sys.stdout may be swapped
     checkpoint = args.checkpoint or os.path.join(args.output, "_checkpoint")
     df = spark.readStream.format("fastkafka").options(**_source_options(args)).load()
     if args.cast_strings:
@@ -100,6 +113,8 @@ def run_load(spark, args, out=sys.stdout) -> dict:
                .withColumn("value", F.col("value").cast("string"))
     if args.partition_by_date:
         df = df.withColumn("date", F.to_date("timestamp"))
+    if transform is not None:
+        df = transform(df)
     writer = df.writeStream.format(args.format).option("path", args.output) \
         .option("checkpointLocation", checkpoint).trigger(availableNow=True)
     if args.partition_by_date:

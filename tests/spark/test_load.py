@@ -1,5 +1,10 @@
 """`fastkafka load`: incremental, exactly-once topic -> Parquet loads through the CLI entry point."""
 import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from conftest import create_topic, now_ms, produce
@@ -44,3 +49,56 @@ def test_load_reports_bad_options(broker, tmp_path, capsys):
                    "--output", str(tmp_path / "o"), "--option", "kafka.enable.auto.commit=true"])
     assert rc == 1
     assert "Kafka option 'enable.auto.commit' is not supported" in capsys.readouterr().err
+
+
+CHILD = os.path.join(os.path.dirname(__file__), "load_child.py")
+
+
+def _child(mode, marker, master, argv, log):
+    return subprocess.Popen([sys.executable, CHILD, mode, str(marker), master, *argv],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _exactly_once(spark, out, n):
+    rows = spark.read.parquet(str(out)).select("value", "partition", "offset").collect()
+    assert sorted(int(r.value) for r in rows) == list(range(n))
+    assert len({(r.partition, r.offset) for r in rows}) == n
+
+
+def test_failed_task_is_redone_without_duplicates(spark, broker, topic_name, tmp_path):
+    create_topic(broker, topic_name, partitions=2)
+    produce(broker, topic_name, [{"value": b"%d" % i, "partition": i % 2} for i in range(120)])
+    out, marker, log = tmp_path / "w", tmp_path / "failed", tmp_path / "child.log"
+    argv = ["--bootstrap-server", broker.bootstrap, "--topic", topic_name, "--output", str(out),
+            "--cast-strings", "--max-offsets-per-trigger", "80"]
+    with open(log, "wb") as f:
+        child = _child("fail-first-attempt", marker, "local[2,4]", argv, f)
+        assert child.wait(200) == 0, log.read_text()[-4000:]
+    assert "loaded 120 rows in 2 batches" in log.read_text()
+    assert len(marker.read_text().splitlines()) == 2     # each batch had a first attempt fail
+    _exactly_once(spark, out, 120)
+
+
+def test_load_killed_mid_batch_then_rerun_is_exactly_once(spark, broker, topic_name, tmp_path,
+                                                          capsys):
+    create_topic(broker, topic_name, partitions=2)
+    produce(broker, topic_name, [{"value": b"%d" % i, "partition": i % 2} for i in range(150)])
+    out, marker, log = tmp_path / "w", tmp_path / "stalled", tmp_path / "child.log"
+    argv = ["--bootstrap-server", broker.bootstrap, "--topic", topic_name, "--output", str(out),
+            "--cast-strings", "--max-offsets-per-trigger", "50"]
+    with open(log, "wb") as f:
+        child = _child("stall", marker, "local[2]", argv, f)
+        try:
+            deadline = time.monotonic() + 200
+            while not marker.exists():
+                assert child.poll() is None, log.read_text()[-4000:]
+                assert time.monotonic() < deadline, "batch 1 never started"
+                time.sleep(0.2)
+        finally:
+            os.killpg(child.pid, signal.SIGKILL)   # driver, JVM and Python workers at once
+            child.wait(30)
+    chk = out / "_checkpoint"
+    assert (chk / "offsets" / "1").exists() and not (chk / "commits" / "1").exists()  # mid-batch
+    text = load(capsys, *argv)
+    assert "loaded 100 rows in 2 batches" in text    # batch 1 redone from its logged range, then 2
+    _exactly_once(spark, out, 150)
