@@ -148,13 +148,16 @@ class _TaskProducer:
                     codes: np.ndarray | None) -> np.ndarray:
         n = rb.num_rows
         out = np.full(n, -1, np.int64)
+        todo = np.ones(n, bool)     # rows without a partition yet
         pi = rb.schema.get_field_index("partition")
         if pi >= 0:
             given = rb.column(pi)
-            out = pc.fill_null(given, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            # A given partition, even a bad (negative) one, is sent as given: the broker's
+            # answer fails the task, as before.
+            out = pc.fill_null(given, 0).to_numpy(zero_copy_only=False).astype(np.int64)
             if not given.null_count:
                 return out   # every row says where it goes: no metadata needed
-        todo = out < 0
+            todo = given.is_null().to_numpy(zero_copy_only=False)
         sizes = np.array([len(self.cluster.partitions_for(t)) for t in topics], np.int64)
         per_row = sizes[codes] if codes is not None else sizes[0]
         ki = rb.schema.get_field_index("key")
@@ -181,7 +184,8 @@ class _TaskProducer:
         n = rb.num_rows
         topics, codes = self._topics(rb)
         parts = self._partitions(rb, topics, codes)
-        group = parts if codes is None else (codes << 32) | parts
+        # Partitions are int32 (possibly negative if given so): codes * 2**33 keeps topics apart.
+        group = parts if codes is None else codes * (1 << 33) + parts
         if group.min() == group.max():
             order = np.arange(n, dtype=np.int64)
             starts = np.zeros(1, np.int64)
@@ -197,8 +201,8 @@ class _TaskProducer:
                             _headers_spec(rb.column(hi)) if hi >= 0 else None)
         ts = _now_ms()
         for s, e in zip(starts.tolist(), ends.tolist()):
-            g = int(group[s])
-            tp = (topics[g >> 32] if codes is not None else topics[0], g & 0xFFFFFFFF)
+            row = int(order[s])
+            tp = (topics[int(codes[row])] if codes is not None else topics[0], int(parts[row]))
             builder = self.open.get(tp)
             if builder is None:
                 builder = self.open[tp] = ArrowRecordsBuilder()

@@ -98,3 +98,61 @@ def test_write_mixed_routing_compressed_and_null_key_stickiness(spark, broker, t
         else:
             sticky.add(r.partition)
     assert len(sticky) == 1
+
+
+def test_columnar_routing_without_spark():
+    """_TaskProducer on an Arrow batch with a stub cluster and sender: each row lands where the
+    per-row rules say, in row order within its partition; a negative partition is sent as given."""
+    import pyarrow as pa
+    from fastkafka._core.records_build import finish_batch
+    from fastkafka.client.partitioner import murmur2_partition
+    from fastkafka.records import iter_batches
+    from fastkafka.spark.options import parse_sink_options
+    from fastkafka.spark.writer import _TaskProducer
+
+    sizes = {"a": 3, "b": 5}
+    sent = []
+
+    class Cluster:
+        def partitions_for(self, topic):
+            return list(range(sizes[topic]))
+
+        def close(self):
+            pass
+
+    class Sender:
+        def send(self, chunks):
+            sent.extend(chunks)
+            return [(tp, enc.count, None, None) for tp, enc in chunks]
+
+    prod = _TaskProducer(parse_sink_options({"kafka.bootstrap.servers": "127.0.0.1:9"}))
+    prod.cluster.close()
+    prod.cluster, prod.sender = Cluster(), Sender()
+    n = 400
+    topics = ["a" if i % 3 else "b" for i in range(n)]
+    keys = [None if i % 4 == 0 else f"k{i}" for i in range(n)]
+    parts = [(-1 if i == 35 else i % 2) if i % 5 == 0 else None for i in range(n)]
+    rb = pa.RecordBatch.from_arrays(
+        [pa.array(topics), pa.array(keys), pa.array([b"%d" % i for i in range(n)]),
+         pa.array(parts, pa.int32())], ["topic", "key", "value", "partition"])
+    prod.add(rb.slice(0, 150))
+    prod.add(rb.slice(150))
+    prod.flush()
+    landed, sticky = {}, {}
+    for (topic, p), enc in sent:
+        buf = finish_batch(enc.buf, record_count=enc.count, last_offset_delta=enc.last_offset_delta,
+                           base_timestamp=enc.base_timestamp, max_timestamp=enc.max_timestamp)
+        values = [int(r.value) for b in iter_batches(bytes(buf)) for r in b.records()]
+        assert values == sorted(values)                     # row order kept per partition
+        for i in values:
+            landed[i] = (topic, p)
+    assert sorted(landed) == list(range(n))
+    for i, (topic, p) in landed.items():
+        assert topic == topics[i]
+        if parts[i] is not None:
+            assert p == parts[i]
+        elif keys[i] is not None:
+            assert p == murmur2_partition(keys[i].encode(), sizes[topic])
+        else:
+            sticky.setdefault(topic, set()).add(p)
+    assert landed[0] == ("b", 0) and landed[35] == ("a", -1) and all(len(ps) == 1 for ps in sticky.values())
