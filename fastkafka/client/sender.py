@@ -36,6 +36,7 @@ from .metadata import Cluster
 __all__ = ["Sender", "RecordMetadata", "EncodedRecords"]
 
 _DUPLICATE_SEQUENCE = 46   # the broker already has this batch: count it as written
+_OUT_OF_ORDER_SEQUENCE = 45
 
 
 class RecordMetadata(NamedTuple):
@@ -276,6 +277,12 @@ class Sender:
             if p is None:
                 self._fail_or_retry(b, errors.NetworkException(
                     f"no answer for {b.tp[0]}-{b.tp[1]} in the Produce response"), retry, results)
+            elif p.error_code == _OUT_OF_ORDER_SEQUENCE and any(r.tp == b.tp for r in retry):
+                # An earlier batch of this partition failed (retriably) while this one was in
+                # flight, so the broker saw a gap. The earlier one is resent first, which closes
+                # the gap: this one is retried behind it, not failed (as Java's producer does).
+                b.attempts += 1
+                retry.append(b)
             elif p.error_code and p.error_code != _DUPLICATE_SEQUENCE:
                 err = errors.for_code(p.error_code)(f"produce to {b.tp[0]}-{b.tp[1]}")
                 self._fail_or_retry(b, err, retry, results)
