@@ -8,11 +8,13 @@ from fastkafka.config import LogConfig
 from fastkafka.log import Log
 from fastkafka.log import cleaner_swap
 from fastkafka.log.cleaner import LogCleaner
+from fastkafka.log.files import FileCache
 from fastkafka.log.cleaner_swap import MAX_RELATIVE_OFFSET, SegmentInfo, group_segments
 from fastkafka.log.scheduler import Scheduler
 from fastkafka.records import build_batch, iter_batches
 
 from .test_cleaner import all_records
+from .test_memory_safety import run_child
 
 
 def info(base, end, size=100, oi=8, ti=12):
@@ -40,11 +42,11 @@ def test_groups_keep_offsets_within_32_bits_of_their_base():
     assert group_segments(segs, max_bytes=1 << 30, max_index_bytes=1 << 20) == [[0, 1], [2, 3]]
 
 
-def open_log(path, clock, segment_bytes=1 << 20, clean_shutdown=True):
+def open_log(path, clock, segment_bytes=1 << 20, clean_shutdown=True, files=None):
     return Log(str(path), LogConfig().with_overrides(
         cleanup_policy=("compact",), min_cleanable_dirty_ratio=0.0, segment_bytes=segment_bytes,
         index_interval_bytes=64), scheduler=Scheduler(clock), clock=clock,
-        clean_shutdown=clean_shutdown, recovery_point=0)
+        clean_shutdown=clean_shutdown, recovery_point=0, files=files)
 
 
 def fill(log, clock, segments=6, batches=3, overwrite=True):
@@ -129,7 +131,9 @@ def test_reads_by_offset_across_merged_segments_match_the_log_before(tmp_path, c
 
 
 def test_reader_of_an_old_snapshot_keeps_reading_the_replaced_segments(tmp_path, clock):
-    log = open_log(tmp_path / "o-0", clock)
+    # one open file for the whole log: an old segment whose descriptor was evicted reopens it by
+    # path, where a merged file or nothing is now -- unless the swap pinned it
+    log = open_log(tmp_path / "o-0", clock, files=FileCache(1))
     fill(log, clock)
     old_segments = log.segments
     regions = [log.read(s.base_offset, 1 << 20) for s in old_segments[:-1]]
@@ -205,3 +209,66 @@ def test_a_crash_at_each_step_of_the_swap_recovers_the_log_before_or_after(tmp_p
         assert record_at(reopened, nxt)[2] == b"new"
         reopened.close()
         del log                  # the crashed process's objects: never closed (nor used again)
+
+
+def test_readers_and_a_writer_racing_repeated_merges(tmp_path):
+    # in a child interpreter: a reader dereferencing an index the swap unmapped would be a SIGSEGV
+    out = run_child(f"""
+        import threading, time
+        from fastkafka.config import LogConfig
+        from fastkafka.log import Log
+        from fastkafka.log.cleaner import LogCleaner
+        from fastkafka.log.files import FileCache
+        from fastkafka.records import build_batch, iter_batches
+
+        log = Log({str(tmp_path / 'x-0')!r}, LogConfig().with_overrides(
+            cleanup_policy=("compact",), min_cleanable_dirty_ratio=0.0, segment_bytes=2000,
+            index_interval_bytes=64), clean_shutdown=True, files=FileCache(2))
+        stop, errors, reads = threading.Event(), [], [0]
+
+        def write():
+            n = 0
+            while not stop.is_set():
+                log.append(bytearray(build_batch([(b"k%d" % (n % 7), b"v%d" % n, [], 1)])))
+                n += 1
+                if n % 20 == 0:
+                    time.sleep(0.001)      # let the cleaner keep up: rolls during its passes
+
+        def read():
+            # reads rolled segments only, through an old snapshot: LogSegment.file() on the
+            # active segment races the writer on its own (a reader's set_size can roll the
+            # writer's handle back), which is segment.py's, not the cleaner's
+            while not stop.is_set():
+                try:
+                    last = -1
+                    for seg in log.segments[:-1]:
+                        r = seg.read(seg.base_offset, 1 << 20)
+                        if r is None:
+                            continue
+                        f, pos, length = r
+                        for b in iter_batches(f.read(pos, length)):     # CRC-checked
+                            for rec in b.records():
+                                assert rec.offset > last
+                                assert rec.key == b"k%d" % (int(rec.value[1:]) % 7)
+                                last = rec.offset
+                    reads[0] += 1
+                except Exception as e:
+                    errors.append(repr(e))
+                    stop.set()
+
+        threads = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in range(2)]
+        for t in threads:
+            t.start()
+        cleaner, passes, deadline = LogCleaner(), 0, time.monotonic() + 5
+        while time.monotonic() < deadline and not stop.is_set():
+            passes += cleaner.clean(log, force=True)
+            cleaner.forget(log)
+        stop.set()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        print(passes, reads[0], len(log.segments))
+        log.close()
+    """)
+    passes, reads, _ = map(int, out.split())
+    assert passes >= 3 and reads > 0
