@@ -1,5 +1,5 @@
 # Contract of a segment's .log file: an append-only run of record batches (see segment.pyx).
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 
 from fastkafka._core.index cimport OffsetIndex, TimeIndex
 
@@ -9,6 +9,9 @@ cdef struct BatchPos:
     int64_t last_offset
     int64_t max_timestamp
     int64_t size            # whole batch: 12 + batchLength
+
+cdef class IndexCursor
+
 
 cdef class SegmentFile:
     cdef int fd
@@ -20,6 +23,11 @@ cdef class SegmentFile:
 
     cdef int _check_open(self) except -1
     cdef int64_t _append(self, const unsigned char* p, size_t n) except -1
+    # append_checked on a raw buffer (AppendState's call): the next offset, or -1 (see there)
+    cdef int64_t append_checked_ptr(self, unsigned char* p, Py_ssize_t n, IndexCursor cursor,
+                                    OffsetIndex offset_index, TimeIndex time_index,
+                                    int64_t next_offset, int32_t leader_epoch, int64_t max_size,
+                                    int64_t max_batch_bytes) except -2
     # Find the first batch in [start, end) with last_offset >= target_offset and
     # max_timestamp >= target_ts. Returns 1 found, 0 not found, -1 with an exception set.
     cdef int scan(self, int64_t start, int64_t end, int64_t target_offset, int64_t target_ts,

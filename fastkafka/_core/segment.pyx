@@ -14,8 +14,9 @@
 # The produce path is one call into this module per Log.append in the common case
 # (SegmentFile.append_checked: validation, offset stamping, the fits-in-this-segment checks, the
 # write and the sparse index bookkeeping in C; from 256 KiB the CRC/record walk runs on a helper
-# thread, segment_helper.h, while the pwrite runs); anything else takes append_flags +
-# append_batches after records.validate. Issue 3: at 16 KiB batches every 100 ns of per-append
+# thread, segment_helper.h, while the pwrite runs, and from 8 KiB too while that helper is awake);
+# anything else takes append_flags + append_batches after records.validate. The Log's state
+# around that call (offsets, flush counters) lives in _core.append_state. Issue 3: at 16 KiB batches every 100 ns of per-append
 # overhead is ~2.5% of os.write's time.
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from libc.errno cimport errno, EINTR
@@ -42,7 +43,13 @@ cdef extern from "<fcntl.h>":
 cdef extern from "segment_helper.h" nogil:
     ctypedef int (*fk_check_fn)(const unsigned char*, Py_ssize_t) noexcept nogil
     int fk_helper_post(fk_check_fn fn, const unsigned char* p, Py_ssize_t n)
+    int fk_helper_post_hot(fk_check_fn fn, const unsigned char* p, Py_ssize_t n)
+    void fk_helper_note_cold()
     int fk_helper_collect()
+    ctypedef struct fk_helper_t:
+        int hot
+        long long n_posts, n_hot_posts, n_helper_ran, n_kicks
+    fk_helper_t fk_h
 
 cdef extern from "<time.h>" nogil:
     cdef struct timespec:
@@ -60,6 +67,10 @@ cdef enum:
     # ~126 us/MiB of write); below it the hand-off (a futex wake, a few us) costs more than the
     # overlap saves.
     PARALLEL_CHECK_BYTES = 262144
+    # From this size the walk also goes to the helper, but only while it is awake (spinning
+    # after a recent task): then a post is one atomic store, and a 16 KiB walk (~0.8 us) hides
+    # under its pwrite (~3.4 us). Below it the walk is too short to pay for the hand-off.
+    HOT_CHECK_BYTES = 8192
 
 # append_flags bits: what Log.append's policy must look at more closely (0 in the common case)
 HAS_PRODUCER_ID = 1     # a batch carries a producer id: the producer state checks its sequence
@@ -225,27 +236,35 @@ cdef class SegmentFile:
         exact error -- when: the bytes do not validate; a batch carries a producer id or is over
         ``max_batch_bytes``; the set is over ``max_size`` or does not fit this non-empty segment
         (bytes, 32-bit relative offsets, full index). Nothing is stamped then, except when
-        validation failed on a buffer of PARALLEL_CHECK_BYTES or more: there the offsets are
-        stamped (outside the CRC) before the write, the CRC/record walk runs on a helper thread
-        (segment_helper.h, GIL released) while the pwrite runs past the published ``size`` --
-        which readers never pass -- and a failed walk truncates the file back. Not thread-safe (the Log's lock).
+        validation failed on a buffer of HOT_CHECK_BYTES or more: there the offsets are stamped
+        (outside the CRC) first, and when the helper thread takes the CRC/record walk
+        (segment_helper.h, GIL released) the pwrite runs meanwhile past the published ``size``
+        -- which readers never pass -- and a failed walk truncates the file back. Not
+        thread-safe (the Log's lock).
 
         Example::
 
             >>> f.append_checked(buf, IndexCursor(4096), oi, ti, 0, -1, 1 << 30, 1 << 20)  # doctest: +SKIP
             3
         """
+        if buf.shape[0] == 0:
+            return -1
+        return self.append_checked_ptr(&buf[0], buf.shape[0], cursor, offset_index, time_index,
+                                       next_offset, leader_epoch, max_size, max_batch_bytes)
+
+    cdef int64_t append_checked_ptr(self, unsigned char* p, Py_ssize_t n, IndexCursor cursor,
+                                    OffsetIndex offset_index, TimeIndex time_index,
+                                    int64_t next_offset, int32_t leader_epoch, int64_t max_size,
+                                    int64_t max_batch_bytes) except -2:
         self._check_open()
-        cdef Py_ssize_t n = buf.shape[0], pos = 0
+        cdef Py_ssize_t pos = 0
         cdef int64_t size = 0, nxt = next_offset, records = 0, at = self.size
         cdef int fd = self.fd
-        cdef unsigned char* p
         cdef const unsigned char* b
-        cdef bint ok
+        cdef bint ok, posted = False
         cdef ssize_t rc = 0
-        if n == 0:
+        if n <= 0:
             return -1
-        p = &buf[0]
         # headers only (no CRC): framing, the policy's exceptions, the offsets this set takes
         while pos < n:
             if check_batch(p, pos, n, False, &size) != BATCH_OK:
@@ -259,7 +278,7 @@ cdef class SegmentFile:
         if n > max_size or (at and (at + n > max_size or cursor.full
                                     or nxt - 1 - offset_index.base_offset > INT32_MAX)):
             return -1
-        if n < PARALLEL_CHECK_BYTES:
+        if n < HOT_CHECK_BYTES:
             if n >= NOGIL_THRESHOLD:
                 with nogil:
                     ok = _batches_valid(p, n)
@@ -271,24 +290,31 @@ cdef class SegmentFile:
                 if ok:
                     _stamp(p, n, next_offset, leader_epoch)
                     rc = _write_all(fd, p, n, at)
-            if not ok:
-                return -1
         else:
+            # stamped before the walk may start on the helper (the stamped fields are outside
+            # the CRC; the helper only reads)
             _stamp(p, n, next_offset, leader_epoch)
             with nogil:
-                if fk_helper_post(_batches_valid, p, n):
+                if n >= PARALLEL_CHECK_BYTES:
+                    posted = fk_helper_post(_batches_valid, p, n)
+                else:
+                    posted = fk_helper_post_hot(_batches_valid, p, n)
+                    if not posted:
+                        fk_helper_note_cold()
+                if posted:
                     rc = _write_all(fd, p, n, at)
                     ok = fk_helper_collect()
-                else:                   # helper busy with another partition's append
+                else:                   # helper asleep or busy with another partition's append
                     ok = _batches_valid(p, n)
                     if ok:
                         rc = _write_all(fd, p, n, at)
-            if not ok:
+            if not ok and posted:
                 # the bytes past `at` were never published; cut them so no reader, recovery or
                 # later append sees them (a failed write's partial bytes are cut the same way)
                 if ftruncate(fd, at) < 0:
                     raise OSError(errno, os.strerror(errno), self.path)
-                return -1
+        if not ok:
+            return -1
         if rc < 0:
             # like _append: size stays at the last whole append, the next append overwrites
             raise OSError(-rc, os.strerror(-rc), self.path)
@@ -509,6 +535,21 @@ cdef class IndexCursor:
         index rebuild walks the valid prefix of the file through this. Writer only."""
         if buf.shape[0]:
             self.index_run(&buf[0], buf.shape[0], position, offset_index, time_index)
+
+
+def helper_stats():
+    """The append helper thread's counters (segment_helper.h), for tests and benchmarks: tasks
+    posted (large, with a wake-up) and posted hot (small, to a spinning helper), tasks the
+    helper ran (the rest were claimed back by their caller), wake-ups of a sleeping helper for a
+    burst (kicks), and whether it is awake right now (``hot``).
+
+    Example::
+
+        >>> sorted(helper_stats())
+        ['helper_ran', 'hot', 'kicks', 'posts', 'posts_hot']
+    """
+    return {"posts": fk_h.n_posts, "posts_hot": fk_h.n_hot_posts, "helper_ran": fk_h.n_helper_ran,
+            "kicks": fk_h.n_kicks, "hot": bool(fk_h.hot)}
 
 
 def append_flags(const unsigned char[::1] buf not None, int64_t max_batch_bytes):

@@ -1,4 +1,4 @@
-/* One persistent helper thread for SegmentFile.append_checked (issue 3): it runs a large append's
+/* One persistent helper thread for SegmentFile.append_checked (issue 3): it runs an append's
  * CRC/record walk on the second core while the caller's pwrite runs.
  *
  * Built so that the caller never waits for a thread that is not running (this VM is often
@@ -7,28 +7,67 @@
  * started it, the caller runs it itself; only a task the helper already started is waited for.
  * One task at a time process-wide: a caller that finds the helper busy (another partition's
  * append) gets 0 from fk_helper_post and runs the walk inline. After fork() the child starts its
- * own helper (pid check). If the thread cannot be created everything runs inline.
+ * own helper (pid check; an atfork handler also clears `hot` in the child, so the child never
+ * counts on the parent's spinning helper). If the thread cannot be created everything runs inline.
  *
  * Starting is claimed with a compare-and-swap on `starting` (the pid that claimed it), so two
  * threads posting their first large appends at once never both initialise the mutexes (one of
  * them possibly already locked by the other) or start two helpers: the loser runs inline this
  * time. `pid` is published last, with release/acquire ordering, so a thread that sees it sees
  * the initialised mutexes too.
+ *
+ * Hot helper (16 KiB appends): waking a sleeping thread (futex wake + scheduling, several us
+ * here) costs more than a 16 KiB walk (~0.8 us), so small tasks are only posted to a helper
+ * that is awake: after each task (or kick) it spins on `state` with a CPU pause for at most
+ * FK_SPIN_NS, with `hot` set, then clears `hot` and sleeps on the condvar. fk_helper_post_hot
+ * posts only while `hot` is set, by one atomic store (no wake); if the helper fell asleep just
+ * then, the caller claims the task back after its write as above -- never a wait on a sleeper.
+ * A caller that finds it cold validates inline, and kicks it (one futex wake) only when the
+ * previous cold small append was within the spin window, and at most once per FK_KICK_GAP_NS:
+ * a burst pays one wake, a trickle of appends none (and wakes nothing). Waiting for a started task (fk_helper_collect) also spins
+ * up to FK_SPIN_NS before the condvar: a small walk ends well within it.
  */
 #ifndef FK_SEGMENT_HELPER_H
 #define FK_SEGMENT_HELPER_H
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef int (*fk_check_fn)(const unsigned char *, Py_ssize_t);
 
 enum { FK_IDLE = 0, FK_POSTED = 1, FK_HELPER_RUNS = 2, FK_DONE = 3, FK_CALLER_RUNS = 4 };
 
+/* How long the helper stays awake after its last task. Back-to-back 16 KiB appends of one
+ * partition come ~4-5 us apart (pwrite ~3.4 us + the Python around it), a broker's appends of a
+ * busy produce request within ~10 us; 20 us keeps such a burst on a hot helper. It also bounds
+ * the waste: an idle broker spins not at all, and a trickle of appends (more than 20 us apart)
+ * never wakes the helper for small ones -- at most 20 us of one core per burst or large task. */
+#define FK_SPIN_NS 20000LL
+/* At most one wake-up per this interval: on an oversubscribed machine a woken helper may not
+ * get a core (or shares the caller's, spinning while the caller waits) and falls asleep again
+ * unused; kicking it on every cold append would then cost each append a futex wake (~1-2 us).
+ * Rate-limited, kicks cost at most a few us per ms (<0.5%) whatever the load. */
+#define FK_KICK_GAP_NS 1000000LL
+
+static inline void fk_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static inline long long fk_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static struct {
     pthread_mutex_t post;      /* held from post to collect: one task at a time */
-    pthread_mutex_t mu;        /* with cv: helper sleeps for FK_POSTED, caller for FK_DONE */
+    pthread_mutex_t mu;        /* with cv: helper sleeps for FK_POSTED or a kick, caller for FK_DONE */
     pthread_cond_t cv;
     _Atomic int state;
     fk_check_fn fn;
@@ -38,17 +77,66 @@ static struct {
     _Atomic pid_t pid;         /* process whose helper runs; 0 = none yet */
     _Atomic pid_t starting;    /* process whose start has been claimed */
     int failed;                /* pthread_create failed: always inline */
+    _Atomic int hot;           /* helper awake (spinning or running): a post needs no wake */
+    int kick;                  /* under mu: wake up and spin although nothing is posted */
+    _Atomic long long last_cold_ns;   /* when a small append last found the helper asleep */
+    long long last_kick_ns;    /* under mu */
+    int atfork_set;
+    /* counters for tests and benchmarks (relaxed: a few ns against a multi-us append) */
+    _Atomic long long n_posts, n_hot_posts, n_helper_ran, n_kicks;
 } fk_h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+/* Spin until `state` leaves `from`, for at most FK_SPIN_NS; returns the state seen last.
+ * The clock is read every 32 pauses (~1 us): cheap against the bound, fine-grained enough. */
+static inline int fk_spin_while(int from) {
+    long long deadline = 0;
+    unsigned i = 0;
+    int s;
+    while ((s = atomic_load_explicit(&fk_h.state, memory_order_acquire)) == from) {
+        fk_pause();
+        if ((++i & 31) == 0) {
+            long long now = fk_now_ns();
+            if (!deadline)
+                deadline = now + FK_SPIN_NS;
+            else if (now > deadline)
+                break;
+        }
+    }
+    return s;
+}
+
+/* Spin until something is posted, for at most FK_SPIN_NS. 1: something is posted. */
+static inline int fk_spin_for_post(void) {
+    long long deadline = 0;
+    unsigned i = 0;
+    while (atomic_load_explicit(&fk_h.state, memory_order_acquire) != FK_POSTED) {
+        fk_pause();
+        if ((++i & 31) == 0) {
+            long long now = fk_now_ns();
+            if (!deadline)
+                deadline = now + FK_SPIN_NS;
+            else if (now > deadline)
+                return 0;
+        }
+    }
+    return 1;
+}
 
 static void *fk_helper_main(void *unused) {
     (void)unused;
     for (;;) {
         int expect = FK_POSTED;
-        pthread_mutex_lock(&fk_h.mu);
-        while (atomic_load(&fk_h.state) != FK_POSTED)
-            pthread_cond_wait(&fk_h.cv, &fk_h.mu);
-        pthread_mutex_unlock(&fk_h.mu);
+        if (!fk_spin_for_post()) {
+            pthread_mutex_lock(&fk_h.mu);
+            atomic_store(&fk_h.hot, 0);
+            while (atomic_load(&fk_h.state) != FK_POSTED && !fk_h.kick)
+                pthread_cond_wait(&fk_h.cv, &fk_h.mu);
+            fk_h.kick = 0;
+            atomic_store(&fk_h.hot, 1);
+            pthread_mutex_unlock(&fk_h.mu);
+        }
         if (atomic_compare_exchange_strong(&fk_h.state, &expect, FK_HELPER_RUNS)) {
+            atomic_fetch_add_explicit(&fk_h.n_helper_ran, 1, memory_order_relaxed);
             fk_h.result = fk_h.fn(fk_h.p, fk_h.n);
             pthread_mutex_lock(&fk_h.mu);
             atomic_store(&fk_h.state, FK_DONE);
@@ -57,6 +145,11 @@ static void *fk_helper_main(void *unused) {
         }
     }
     return NULL;
+}
+
+/* In a forked child the parent's helper does not exist: nothing may be posted to it hot. */
+static void fk_after_fork_child(void) {
+    atomic_store(&fk_h.hot, 0);
 }
 
 static int fk_helper_start(void) {
@@ -72,16 +165,23 @@ static int fk_helper_start(void) {
     if (claimed == me || !atomic_compare_exchange_strong(&fk_h.starting, &claimed, me))
         return 0;              /* another thread of this process is starting it */
     /* first use, or a forked child: the parent's helper thread does not exist here */
+    if (!fk_h.atfork_set) {    /* inherited by children: registered once */
+        pthread_atfork(NULL, NULL, fk_after_fork_child);
+        fk_h.atfork_set = 1;
+    }
     pthread_mutex_init(&fk_h.post, NULL);
     pthread_mutex_init(&fk_h.mu, NULL);
     pthread_cond_init(&fk_h.cv, NULL);
     atomic_store(&fk_h.state, FK_IDLE);
+    fk_h.kick = 0;
+    atomic_store(&fk_h.hot, 1);   /* a new thread starts by spinning */
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     rc = pthread_create(&t, &attr, fk_helper_main, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
+        atomic_store(&fk_h.hot, 0);
         fk_h.failed = 1;
         return 0;
     }
@@ -98,11 +198,50 @@ static int fk_helper_post(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) 
     fk_h.fn = fn;
     fk_h.p = p;
     fk_h.n = n;
+    atomic_fetch_add_explicit(&fk_h.n_posts, 1, memory_order_relaxed);
     pthread_mutex_lock(&fk_h.mu);
     atomic_store(&fk_h.state, FK_POSTED);
     pthread_cond_signal(&fk_h.cv);
     pthread_mutex_unlock(&fk_h.mu);
     return 1;
+}
+
+/* Post a small task only if the helper is awake: no wake-up, no syscall. 1: posted, call
+ * fk_helper_collect; 0: run it yourself (the helper is asleep, busy, or not started). `hot`
+ * is only ever set by this process's own helper (cleared in a forked child), so no pid check. */
+static int fk_helper_post_hot(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) {
+    if (!atomic_load_explicit(&fk_h.hot, memory_order_relaxed))
+        return 0;
+    if (pthread_mutex_trylock(&fk_h.post) != 0)
+        return 0;
+    fk_h.fn = fn;
+    fk_h.p = p;
+    fk_h.n = n;
+    atomic_fetch_add_explicit(&fk_h.n_hot_posts, 1, memory_order_relaxed);
+    atomic_store(&fk_h.state, FK_POSTED);
+    return 1;
+}
+
+/* A small append found the helper cold (fk_helper_post_hot returned 0). If another did so
+ * within the spin window, appends are coming in a burst: wake the helper (starting it if this
+ * process has none) so the next ones find it hot. Otherwise only note the time. */
+static void fk_helper_note_cold(void) {
+    long long now = fk_now_ns();
+    long long last = atomic_exchange_explicit(&fk_h.last_cold_ns, now, memory_order_relaxed);
+    if (now - last > FK_SPIN_NS || atomic_load_explicit(&fk_h.hot, memory_order_relaxed))
+        return;
+    if (atomic_load_explicit(&fk_h.pid, memory_order_acquire) != getpid()) {
+        fk_helper_start();        /* a new helper starts hot */
+        return;
+    }
+    pthread_mutex_lock(&fk_h.mu);
+    if (!atomic_load(&fk_h.hot) && !fk_h.kick && now - fk_h.last_kick_ns >= FK_KICK_GAP_NS) {
+        fk_h.last_kick_ns = now;
+        fk_h.kick = 1;
+        atomic_fetch_add_explicit(&fk_h.n_kicks, 1, memory_order_relaxed);
+        pthread_cond_signal(&fk_h.cv);
+    }
+    pthread_mutex_unlock(&fk_h.mu);
 }
 
 /* The posted task's result: run here if the helper has not started it, else wait for it. */
@@ -111,10 +250,12 @@ static int fk_helper_collect(void) {
     if (atomic_compare_exchange_strong(&fk_h.state, &expect, FK_CALLER_RUNS)) {
         result = fk_h.fn(fk_h.p, fk_h.n);
     } else {
-        pthread_mutex_lock(&fk_h.mu);
-        while (atomic_load(&fk_h.state) != FK_DONE)
-            pthread_cond_wait(&fk_h.cv, &fk_h.mu);
-        pthread_mutex_unlock(&fk_h.mu);
+        if (fk_spin_while(FK_HELPER_RUNS) != FK_DONE) {
+            pthread_mutex_lock(&fk_h.mu);
+            while (atomic_load(&fk_h.state) != FK_DONE)
+                pthread_cond_wait(&fk_h.cv, &fk_h.mu);
+            pthread_mutex_unlock(&fk_h.mu);
+        }
         result = fk_h.result;
     }
     atomic_store(&fk_h.state, FK_IDLE);

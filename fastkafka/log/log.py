@@ -26,6 +26,7 @@ from typing import Callable, NamedTuple
 from .. import errors
 from ..records import decode_columns
 from .._core import records as _records
+from .._core.append_state import AppendState
 from .._core.segment import HAS_PRODUCER_ID, OVERSIZE_BATCH, SegmentFile, append_flags as _append_flags
 from ..config import LogConfig
 from . import retention
@@ -40,6 +41,7 @@ from .producer_state import ProducerStateManager
 # module-level names: Log.append reads them as globals, not as attributes of _records
 _validate = _records.validate
 _assign_offsets = _records.assign_offsets
+LONG_MAX = (1 << 63) - 1
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -108,7 +110,7 @@ class Log:
                  append_listeners: list | None = None):
         self.dir = os.path.abspath(dir)
         self.topic, self.partition = parse_topic_partition(self.dir)
-        self.config = config or LogConfig()
+        config = config or LogConfig()
         self.clock = clock or (scheduler.clock if scheduler else wall_clock_ms)
         self.scheduler = scheduler or Scheduler(self.clock)
         self._files = files or FileCache()
@@ -117,42 +119,74 @@ class Log:
         self.append_listeners: list[Callable[[Log], None]] = (
             append_listeners if append_listeners is not None else [])
         os.makedirs(self.dir, exist_ok=True)
-        loaded = load_segments(self.dir, self.config, self._files, recovery_point=recovery_point,
+        loaded = load_segments(self.dir, config, self._files, recovery_point=recovery_point,
                                clean_shutdown=clean_shutdown, now_ms=self.clock())
         self._segments = LogSegments(loaded.segments)
-        self._next_offset = loaded.next_offset
-        self.recovery_point = min(max(recovery_point, 0), self._next_offset) if clean_shutdown \
-            else self._next_offset
+        # next offset, high watermark, flush counters, deleted: C fields the one-call append
+        # path updates (the properties below read them); thresholds set by the config setter
+        self._st = AppendState(self._lock, self._segments, LogAppendInfo, self.clock, self.flush)
+        self.config = config
+        st = self._st
+        st.next_offset = loaded.next_offset
+        self.recovery_point = min(max(recovery_point, 0), st.next_offset) if clean_shutdown \
+            else st.next_offset
         self.recovered_bytes_dropped = loaded.bytes_dropped
-        self.log_start_offset = max(log_start_offset, self._segments.first.base_offset)
-        if self.log_start_offset > self._next_offset:
-            self.log_start_offset = self._next_offset
-        self._high_watermark = self._next_offset
-        self._unflushed_messages = 0
-        self._first_unflushed_ms = self.clock()   # append time of the oldest unflushed message
+        st.log_start_offset = min(max(log_start_offset, self._segments.first.base_offset), st.next_offset)
+        st.high_watermark = st.next_offset
+        st.unflushed_messages = 0
+        st.first_unflushed_ms = self.clock()   # append time of the oldest unflushed message
         self.flush_count = 0
-        self.deleted = False
-        self._plain_config: LogConfig | None = None   # self.config when it allows the fast path
         self.producer_state = ProducerStateManager.recover(self)  # idempotent producer (issue 5)
 
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @config.setter
+    def config(self, cfg: LogConfig) -> None:
+        # Policy: which appends may take the one-call path, and the thresholds it applies.
+        # LogAppendTime rewrites maxTimestamp and the CRC, compaction needs every record keyed:
+        # both take the general path.
+        with self._lock:
+            self._config = cfg
+            st = self._st
+            st.segment_bytes = cfg.segment_bytes
+            st.segment_ms = min(cfg.segment_ms, LONG_MAX)
+            st.max_message_bytes = cfg.max_message_bytes
+            st.flush_messages = min(cfg.flush_messages, LONG_MAX)
+            st.flush_ms = min(cfg.flush_ms, LONG_MAX)
+            st.plain = not (cfg.log_append_time or cfg.compact)
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._st.log_start_offset
+
+    @log_start_offset.setter
+    def log_start_offset(self, offset: int) -> None:
+        self._st.log_start_offset = offset
+
+    @property
+    def deleted(self) -> bool:
+        return self._st.deleted
+
     def __repr__(self) -> str:
-        return f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._next_offset})"
+        return f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._st.next_offset})"
 
     # --- offsets ---
     @property
     def log_end_offset(self) -> int:
-        return self._next_offset
+        return self._st.next_offset
 
     @property
     def high_watermark(self) -> int:
         """Last committed offset + 1; with one replica it follows the log end offset."""
-        return self._high_watermark
+        return self._st.high_watermark
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark (replication), clamped to [log_start_offset, log_end_offset]."""
         with self._lock:
-            self._high_watermark = max(self.log_start_offset, min(offset, self._next_offset))
-            return self._high_watermark
+            self._st.high_watermark = max(self.log_start_offset, min(offset, self._st.next_offset))
+            return self._st.high_watermark
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
@@ -179,48 +213,30 @@ class Log:
             >>> log.append(bytearray(build_batch([(None, b"v", [], 5)]))).base_offset  # doctest: +SKIP
             0
         """
-        mv = memoryview(buf)
-        if mv.readonly:
-            mv = memoryview(bytearray(mv))   # offsets are stamped in place; callers should pass bytearrays
         # The common case -- plain batches (no producer id, within max.message.bytes, fitting the
-        # active segment) on a topic without LogAppendTime or compaction -- is one Cython call
-        # under the lock: validate + stamp + write + index (SegmentFile.append_checked; the CRC
-        # walk of a large set runs on a second core during the pwrite). Anything else, invalid
-        # bytes included, returns -1 having published nothing and takes _append_general, which
+        # active segment) on a topic without LogAppendTime or compaction -- is one Cython call:
+        # lock, clock, validate + stamp + write + index (SegmentFile.append_checked; the CRC walk
+        # runs on a second core during the pwrite when it can), offsets and flush bookkeeping
+        # (AppendState, configured by the config setter below). Anything else, invalid bytes
+        # included, returns None having published nothing and takes _append_general, which
         # validates first and raises exactly what it always did.
-        cfg = self.config
-        if cfg is self._plain_config or self._allows_plain(cfg):
-            with self._lock:
-                now = self.clock()
-                seg = self._segments.active
-                if not self.deleted and (not seg.size or now - seg.created_ms < cfg.segment_ms):
-                    base = self._next_offset
-                    try:
-                        nxt = seg.append_checked(mv, base, leader_epoch, cfg.segment_bytes,
-                                                 cfg.max_message_bytes)
-                    except OSError as e:
-                        raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
-                    if nxt >= 0:
-                        self._next_offset = self._high_watermark = nxt
-                        if not self._unflushed_messages:
-                            self._first_unflushed_ms = now
-                        self._unflushed_messages += seg.last_append_records
-                        flush_now = (self._unflushed_messages >= cfg.flush_messages
-                                     or now - self._first_unflushed_ms >= cfg.flush_ms)
-                        info = tuple.__new__(LogAppendInfo, (base, nxt - 1, -1, self.log_start_offset))
-                        if flush_now:
-                            self.flush()
-                        if self.append_listeners:
-                            for listener in self.append_listeners:
-                                listener(self)
-                        return info
-        return self._append_general(mv, leader_epoch)
+        try:
+            info = self._st.append(buf, leader_epoch)
+        except OSError as e:
+            raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
+        if info is None:
+            return self._append_other(buf, leader_epoch)
+        if self.append_listeners:
+            for listener in self.append_listeners:
+                listener(self)
+        return info
 
-    def _allows_plain(self, cfg: LogConfig) -> bool:
-        if cfg.log_append_time or cfg.compact:
-            return False
-        self._plain_config = cfg
-        return True
+    def _append_other(self, buf, leader_epoch: int) -> LogAppendInfo:
+        mv = memoryview(buf)
+        if not mv.readonly:
+            return self._append_general(mv, leader_epoch)
+        # offsets are stamped in place; callers should pass bytearrays
+        return self.append(bytearray(mv), leader_epoch)
 
     def _append_general(self, mv: memoryview, leader_epoch: int) -> LogAppendInfo:
         """Log.append's path for what append_checked leaves to policy: validate first, then
@@ -247,7 +263,7 @@ class Log:
                 dup = self.producer_state.check(mv)  # issue 5: raises 45/47; a retried batch is not appended again
                 if dup is not None:
                     return LogAppendInfo(dup.first_offset, dup.last_offset, -1, self.log_start_offset)
-            base = self._next_offset
+            base = self._st.next_offset
             try:
                 if append_time >= 0:   # LogAppendTime rewrites maxTimestamp, so the CRC too
                     _assign_offsets(mv, base, leader_epoch, append_time)
@@ -259,15 +275,16 @@ class Log:
                     nxt = self.roll(base, now).append(mv, base, leader_epoch, cfg.segment_bytes)
             except OSError as e:
                 raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
-            self._next_offset = self._high_watermark = nxt
+            st = self._st
+            st.next_offset = st.high_watermark = nxt
             if flags & HAS_PRODUCER_ID:
                 self.producer_state.update(mv)  # issue 5
-            if not self._unflushed_messages:
-                self._first_unflushed_ms = now
-            self._unflushed_messages += v.record_count
+            if not st.unflushed_messages:
+                st.first_unflushed_ms = now
+            st.unflushed_messages += v.record_count
             # at most flush.messages messages, or flush.ms of age, are ever left unflushed
-            flush_now = (self._unflushed_messages >= cfg.flush_messages
-                         or now - self._first_unflushed_ms >= cfg.flush_ms)
+            flush_now = (st.unflushed_messages >= cfg.flush_messages
+                         or now - st.first_unflushed_ms >= cfg.flush_ms)
             info = tuple.__new__(LogAppendInfo, (base, nxt - 1, append_time, self.log_start_offset))
         if flush_now:
             self.flush()
@@ -288,13 +305,14 @@ class Log:
         is trimmed and flushed in the background. Thread-safe."""
         with self._lock:
             old = self._segments.active
-            new_base = self._next_offset if new_base is None else new_base
+            new_base = self._st.next_offset if new_base is None else new_base
             if old.size == 0 and old.base_offset == new_base:
                 return old
             old.roll()
             seg = LogSegment(self.dir, new_base, self.config, self._files, active=True,
                              created_ms=self.clock() if now is None else now)
             self._segments.add(seg)
+            self._st.forget()
             self.producer_state.write_snapshot(self.dir, new_base)  # issue 5
         # Kafka flushes a rolled segment asynchronously so the append that rolled does not wait.
         self.scheduler.schedule(0, lambda: self.flush(upto=new_base))
@@ -305,14 +323,14 @@ class Log:
         """fdatasync every segment holding offsets in [recovery_point, upto) and advance the
         recovery point. fsync runs outside the append lock. Thread-safe."""
         with self._lock:
-            upto = self._next_offset if upto is None else min(upto, self._next_offset)
+            upto = self._st.next_offset if upto is None else min(upto, self._st.next_offset)
             if upto <= self.recovery_point:
                 return
             segs, bases = self._segments.snapshot()
             first = max(LogSegments.floor_index((segs, bases), self.recovery_point), 0)
             todo = [s for s in segs[first:] if s.base_offset < upto]
-            if upto == self._next_offset:
-                self._unflushed_messages = 0
+            if upto == self._st.next_offset:
+                self._st.unflushed_messages = 0
         try:
             for s in todo:
                 s.flush()
@@ -325,7 +343,7 @@ class Log:
     def flush_if_due(self, now: int | None = None) -> bool:
         """The flush.ms timer: flush when unflushed data is at least flush.ms old."""
         now = self.clock() if now is None else now
-        if self._unflushed_messages and now - self._first_unflushed_ms >= self.config.flush_ms:
+        if self._st.unflushed_messages and now - self._st.first_unflushed_ms >= self.config.flush_ms:
             self.flush()
             return True
         return False
@@ -343,8 +361,8 @@ class Log:
             >>> r = log.read(0, 1 << 20); os.sendfile(sock, r.fileno(), r.position, r.length)  # doctest: +SKIP
         """
         segs, bases = self._segments.snapshot()
-        hw = self._high_watermark
-        leo = self._next_offset
+        hw = self._st.high_watermark
+        leo = self._st.next_offset
         lso = self.log_start_offset
         if offset < lso or offset > leo:
             raise errors.OffsetOutOfRangeError(
@@ -377,7 +395,7 @@ class Log:
         if timestamp == EARLIEST_TIMESTAMP:
             return (lso, -1)
         if timestamp == LATEST_TIMESTAMP:
-            return (self._high_watermark, -1)
+            return (self._st.high_watermark, -1)
         segs = self._segments.snapshot()[0]
         if timestamp == MAX_TIMESTAMP:
             best = max(segs, key=lambda s: s.max_timestamp)
@@ -400,7 +418,7 @@ class Log:
         segs = self._segments.snapshot()[0]
         entries = [(s.base_offset, s.largest_timestamp()) for s in segs]
         if segs[-1].size > 0:
-            entries.append((self._next_offset, self.clock()))
+            entries.append((self._st.next_offset, self.clock()))
         if entries:
             entries[0] = (max(entries[0][0], self.log_start_offset), entries[0][1])
         if timestamp == LATEST_TIMESTAMP:
@@ -442,10 +460,10 @@ class Log:
         drop segments wholly below it. Returns the new log start offset (low watermark)."""
         with self._lock:
             if offset == -1:
-                offset = self._high_watermark
-            if offset < 0 or offset > self._high_watermark:
+                offset = self._st.high_watermark
+            if offset < 0 or offset > self._st.high_watermark:
                 raise errors.OffsetOutOfRangeError(
-                    f"cannot delete records before {offset}: high watermark is {self._high_watermark}")
+                    f"cannot delete records before {offset}: high watermark is {self._st.high_watermark}")
             self.log_start_offset = max(self.log_start_offset, offset)
         self.delete_old_segments()
         return self.log_start_offset
@@ -453,7 +471,7 @@ class Log:
     def truncate_to(self, offset: int) -> None:
         """Drop every record at or after ``offset`` (a follower diverging; tests). Thread-safe."""
         with self._lock:
-            if offset >= self._next_offset:
+            if offset >= self._st.next_offset:
                 return
             offset = max(offset, self.log_start_offset)
             segs = list(self._segments)
@@ -466,10 +484,11 @@ class Log:
             if pos is not None:
                 last.truncate_to(pos, offset)
             self._segments.remove(gone)
+            self._st.forget()         # the active segment's file, cursor and indexes changed
             for s in gone:
                 s.rename_to_deleted()
-            self._next_offset = offset
-            self._high_watermark = min(self._high_watermark, offset)
+            self._st.next_offset = offset
+            self._st.high_watermark = min(self._st.high_watermark, offset)
             self.recovery_point = min(self.recovery_point, offset)
             self.producer_state.truncate_after(offset)  # issue 5
             self.producer_state.delete_snapshots(self.dir, after=offset)
@@ -481,14 +500,16 @@ class Log:
         self.flush()
         with self._lock:
             if not self.deleted:
-                self.producer_state.write_snapshot(self.dir, self._next_offset)  # issue 5
+                self.producer_state.write_snapshot(self.dir, self._st.next_offset)  # issue 5
             for seg in self._segments:
                 seg.close()
+            self._st.forget()         # indexes dropped: the next append reopens them
 
     def delete(self) -> None:
         """Remove the whole log: segments renamed then removed after the delete delay, then the dir."""
         with self._lock:
-            self.deleted = True
+            self._st.deleted = True
+            self._st.forget()
             gone = list(self._segments)
             for seg in gone:
                 seg.rename_to_deleted()

@@ -3,7 +3,8 @@
 The segment appends whole, already validated and offset-stamped batches; it keeps a sparse offset
 index entry (and a time index entry for the largest timestamp so far) every
 ``index.interval.bytes`` — the write and that bookkeeping are one Cython call
-(``SegmentFile.append_batches`` with the segment's ``IndexCursor``); it answers "where is the batch containing offset o" with a floor lookup
+(``SegmentFile.append_batches`` with the segment's ``IndexCursor``; the Log's common case
+calls ``SegmentFile.append_checked`` through ``_core.append_state`` instead); it answers "where is the batch containing offset o" with a floor lookup
 in the mmap'd index plus a short forward scan of batch headers (both in ``_core``).
 
 Thread-safety: ``append``, ``truncate_to``, ``roll`` and ``recover`` are writer-only (the owning
@@ -78,13 +79,22 @@ class LogSegment:
 
     # --- lazily opened files ---
     def file(self) -> SegmentFile:
-        """The open .log file (through the shared LRU). Thread-safe."""
+        """The open .log file (through the shared LRU). Thread-safe. Readers bound themselves
+        by ``self.size``; where the handle appends is the writer's business (writer_file)."""
         f = self._file
         if f is None:
             f = self._pinned if self._pinned is not None else self._files.get(self, self._open_file)
         self._ref = True
-        if self.active and f.size != self.size:
-            f.set_size(self.size)    # a handle opened by a reader mid-write: append at our end
+        return f
+
+    def writer_file(self) -> SegmentFile:
+        """The open .log file, set to append at the published end. Writer only: a handle opened
+        by a reader mid-write starts at the file's end as it was then, and a reader must never
+        move it -- setting the size from a stale ``self.size`` would roll the writer's next
+        append back over the last one."""
+        f = self.file()
+        if f.size != self.size:
+            f.set_size(self.size)
         return f
 
     def _open_file(self) -> SegmentFile:
@@ -160,32 +170,13 @@ class LogSegment:
         relative offsets, full index): roll. Writer only."""
         f = self._file
         if f is None or f.size != self.size:
-            f = self.file()
+            f = self.writer_file()
         else:
             self._ref = True
         nxt = f.append_batches(buf, self._cursor or self._load_cursor(),
                                self._offset_index or self.offset_index(),
                                self._time_index or self.time_index(), next_offset, leader_epoch, max_size)
         self.size = f.size     # publish last: readers bound themselves by it
-        return nxt
-
-    def append_checked(self, buf, next_offset: int, leader_epoch: int, max_size: int,
-                       max_batch_bytes: int) -> int:
-        """Log.append's common case: validate, stamp, write and index in one Cython call
-        (``SegmentFile.append_checked``); returns the next offset, or -1 with nothing written
-        when the general path must decide (see there). ``last_append_records`` is the record
-        count of a successful call. Writer only."""
-        f = self._file
-        if f is None or f.size != self.size:
-            f = self.file()
-        else:
-            self._ref = True
-        nxt = f.append_checked(buf, self._cursor or self._load_cursor(),
-                               self._offset_index or self.offset_index(),
-                               self._time_index or self.time_index(), next_offset, leader_epoch,
-                               max_size, max_batch_bytes)
-        self.size = f.size     # publish last: readers bound themselves by it
-        self.last_append_records = f.appended_records
         return nxt
 
     def flush(self) -> None:
@@ -221,7 +212,7 @@ class LogSegment:
 
     def truncate_to(self, position: int, next_offset: int) -> None:
         """Drop everything from ``position`` (a batch boundary holding ``next_offset``). Writer only."""
-        f = self.file()
+        f = self.writer_file()
         f.truncate(position)
         self.size = position
         self.offset_index().truncate_to(next_offset)

@@ -177,3 +177,44 @@ def test_compacted_topic_rejects_records_without_a_key(make_log):
     assert log.append(batch(1, key=b"k2")).base_offset == 2
     plain = make_log(dirname="p-0")      # delete policy: keyless records are fine
     assert plain.append(batch(2, key=None)).last_offset == 1
+
+
+def test_a_config_change_switches_append_paths_and_thresholds(make_log, clock):
+    """Log.config is policy: a live change (as LogManager does for topic configs) moves appends
+    between the one-call path and the general one, and its limits apply from the next append."""
+    from fastkafka.config import LogConfig
+    log = make_log()
+    assert log.append(batch(2, ts=5)).log_append_time == -1
+    log.config = LogConfig().with_overrides(message_timestamp_type="LogAppendTime")
+    info = log.append(batch(2, ts=5))
+    assert info.base_offset == 2 and info.log_append_time == clock.now
+    log.config = LogConfig().with_overrides(max_message_bytes=200, flush_messages=3)
+    with pytest.raises(errors.MessageTooLargeError):
+        log.append(batch(5, size=100))
+    syncs = log.active_segment.file().sync_count
+    log.append(batch(1))
+    assert log.active_segment.file().sync_count == syncs + 1      # 5 unflushed >= 3
+    assert log.recovery_point == log.log_end_offset == 5
+
+
+def test_read_only_and_non_buffer_input(make_log):
+    log = make_log()
+    assert log.append(bytes(batch(2))).base_offset == 0           # copied, then the fast path
+    assert log.log_end_offset == 2
+    with pytest.raises(TypeError):
+        log.append("not a buffer")
+    assert offsets_in(log.read(0, 1 << 20)) == [0, 1]
+
+
+def test_an_evicted_active_file_is_reopened_at_the_published_end(make_log):
+    """The FileCache may drop the active segment's handle between appends and a reader may open a
+    new one; appends go on at the published end, never over the last batch."""
+    log = make_log()
+    log.append(batch(3))
+    seg = log.active_segment
+    log._files.forget(seg)
+    reader = seg.file()                      # a reader's handle: where it would append is not its business
+    assert offsets_in(log.read(0, 1 << 20)) == [0, 1, 2]
+    log.append(batch(2))
+    assert seg.file() is reader and reader.size == seg.size
+    assert offsets_in(log.read(0, 1 << 20)) == [0, 1, 2, 3, 4]
