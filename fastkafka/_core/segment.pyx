@@ -48,7 +48,8 @@ cdef extern from "segment_helper.h" nogil:
     int fk_helper_collect()
     ctypedef struct fk_helper_t:
         int hot
-        long long n_posts, n_hot_posts, n_helper_ran, n_kicks
+        int hot_off
+        long long n_posts, n_hot_posts, n_helper_ran, n_kicks, n_waited
     fk_helper_t fk_h
 
 cdef extern from "<time.h>" nogil:
@@ -540,16 +541,23 @@ cdef class IndexCursor:
 def helper_stats():
     """The append helper thread's counters (segment_helper.h), for tests and benchmarks: tasks
     posted (large, with a wake-up) and posted hot (small, to a spinning helper), tasks the
-    helper ran (the rest were claimed back by their caller), wake-ups of a sleeping helper for a
-    burst (kicks), and whether it is awake right now (``hot``).
+    helper ran (the rest were claimed back by their caller), of those the ones whose caller
+    finished its write first and waited (waited), wake-ups of a sleeping helper for a burst
+    (kicks), and whether it is awake right now (``hot``).
 
     Example::
 
         >>> sorted(helper_stats())
-        ['helper_ran', 'hot', 'kicks', 'posts', 'posts_hot']
+        ['helper_ran', 'hot', 'kicks', 'posts', 'posts_hot', 'waited']
     """
     return {"posts": fk_h.n_posts, "posts_hot": fk_h.n_hot_posts, "helper_ran": fk_h.n_helper_ran,
-            "kicks": fk_h.n_kicks, "hot": bool(fk_h.hot)}
+            "kicks": fk_h.n_kicks, "waited": fk_h.n_waited, "hot": bool(fk_h.hot)}
+
+
+def set_hot_posting(bint on):
+    """Whether sets below PARALLEL_CHECK_BYTES may go to an awake helper (default on); off, they
+    are walked inline. For benchmarks comparing the two in one process, and tests."""
+    fk_h.hot_off = not on
 
 
 def append_flags(const unsigned char[::1] buf not None, int64_t max_batch_bytes):

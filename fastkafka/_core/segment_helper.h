@@ -18,8 +18,9 @@
  *
  * Hot helper (16 KiB appends): waking a sleeping thread (futex wake + scheduling, several us
  * here) costs more than a 16 KiB walk (~0.8 us), so small tasks are only posted to a helper
- * that is awake: after each task (or kick) it spins on `state` with a CPU pause for at most
- * FK_SPIN_NS, with `hot` set, then clears `hot` and sleeps on the condvar. fk_helper_post_hot
+ * that is awake: after each small task (or kick) it spins on `state` with a CPU pause for at
+ * most FK_SPIN_NS, with `hot` set, then clears `hot` and sleeps on the condvar (after a large
+ * task it sleeps at once). fk_helper_post_hot
  * posts only while `hot` is set, by one atomic store (no wake); if the helper fell asleep just
  * then, the caller claims the task back after its write as above -- never a wait on a sleeper.
  * A caller that finds it cold validates inline, and kicks it (one futex wake) only when the
@@ -79,11 +80,13 @@ static struct {
     int failed;                /* pthread_create failed: always inline */
     _Atomic int hot;           /* helper awake (spinning or running): a post needs no wake */
     int kick;                  /* under mu: wake up and spin although nothing is posted */
+    int hot_task;              /* the posted task came through fk_helper_post_hot */
+    int hot_off;               /* benchmarks: small tasks always inline (set_hot_posting) */
     _Atomic long long last_cold_ns;   /* when a small append last found the helper asleep */
     long long last_kick_ns;    /* under mu */
     int atfork_set;
     /* counters for tests and benchmarks (relaxed: a few ns against a multi-us append) */
-    _Atomic long long n_posts, n_hot_posts, n_helper_ran, n_kicks;
+    _Atomic long long n_posts, n_hot_posts, n_helper_ran, n_kicks, n_waited;
 } fk_h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 /* Spin until `state` leaves `from`, for at most FK_SPIN_NS; returns the state seen last.
@@ -123,10 +126,11 @@ static inline int fk_spin_for_post(void) {
 }
 
 static void *fk_helper_main(void *unused) {
+    int spin = 1;              /* a new thread starts by spinning (a burst started it) */
     (void)unused;
     for (;;) {
         int expect = FK_POSTED;
-        if (!fk_spin_for_post()) {
+        if (!spin || !fk_spin_for_post()) {
             pthread_mutex_lock(&fk_h.mu);
             atomic_store(&fk_h.hot, 0);
             while (atomic_load(&fk_h.state) != FK_POSTED && !fk_h.kick)
@@ -135,7 +139,11 @@ static void *fk_helper_main(void *unused) {
             atomic_store(&fk_h.hot, 1);
             pthread_mutex_unlock(&fk_h.mu);
         }
+        spin = 1;
         if (atomic_compare_exchange_strong(&fk_h.state, &expect, FK_HELPER_RUNS)) {
+            /* after a large task the next one is >100 us away and will wake us anyway: sleep
+             * at once rather than spin beside the caller's pwrite (a sibling hyperthread) */
+            spin = fk_h.hot_task;
             atomic_fetch_add_explicit(&fk_h.n_helper_ran, 1, memory_order_relaxed);
             fk_h.result = fk_h.fn(fk_h.p, fk_h.n);
             pthread_mutex_lock(&fk_h.mu);
@@ -198,6 +206,7 @@ static int fk_helper_post(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) 
     fk_h.fn = fn;
     fk_h.p = p;
     fk_h.n = n;
+    fk_h.hot_task = 0;
     atomic_fetch_add_explicit(&fk_h.n_posts, 1, memory_order_relaxed);
     pthread_mutex_lock(&fk_h.mu);
     atomic_store(&fk_h.state, FK_POSTED);
@@ -210,13 +219,14 @@ static int fk_helper_post(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) 
  * fk_helper_collect; 0: run it yourself (the helper is asleep, busy, or not started). `hot`
  * is only ever set by this process's own helper (cleared in a forked child), so no pid check. */
 static int fk_helper_post_hot(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) {
-    if (!atomic_load_explicit(&fk_h.hot, memory_order_relaxed))
+    if (!atomic_load_explicit(&fk_h.hot, memory_order_relaxed) || fk_h.hot_off)
         return 0;
     if (pthread_mutex_trylock(&fk_h.post) != 0)
         return 0;
     fk_h.fn = fn;
     fk_h.p = p;
     fk_h.n = n;
+    fk_h.hot_task = 1;
     atomic_fetch_add_explicit(&fk_h.n_hot_posts, 1, memory_order_relaxed);
     atomic_store(&fk_h.state, FK_POSTED);
     return 1;
@@ -226,7 +236,10 @@ static int fk_helper_post_hot(fk_check_fn fn, const unsigned char *p, Py_ssize_t
  * within the spin window, appends are coming in a burst: wake the helper (starting it if this
  * process has none) so the next ones find it hot. Otherwise only note the time. */
 static void fk_helper_note_cold(void) {
-    long long now = fk_now_ns();
+    long long now;
+    if (fk_h.hot_off)
+        return;
+    now = fk_now_ns();
     long long last = atomic_exchange_explicit(&fk_h.last_cold_ns, now, memory_order_relaxed);
     if (now - last > FK_SPIN_NS || atomic_load_explicit(&fk_h.hot, memory_order_relaxed))
         return;
@@ -250,6 +263,8 @@ static int fk_helper_collect(void) {
     if (atomic_compare_exchange_strong(&fk_h.state, &expect, FK_CALLER_RUNS)) {
         result = fk_h.fn(fk_h.p, fk_h.n);
     } else {
+        if (atomic_load(&fk_h.state) != FK_DONE)    /* the walk outlasted the write */
+            atomic_fetch_add_explicit(&fk_h.n_waited, 1, memory_order_relaxed);
         if (fk_spin_while(FK_HELPER_RUNS) != FK_DONE) {
             pthread_mutex_lock(&fk_h.mu);
             while (atomic_load(&fk_h.state) != FK_DONE)
