@@ -82,7 +82,7 @@ cdef class AppendState:
 
     Example::
 
-        >>> st = AppendState(threading.RLock(), segments, LogAppendInfo, wall_clock_ms, log.flush)  # doctest: +SKIP
+        >>> st = AppendState(lock, segments, LogAppendInfo, wall_clock_ms, flush)  # doctest: +SKIP
         >>> st.append(bytearray(build_batch([(b"k", b"v", [], 1)])), -1)   # doctest: +SKIP
         LogAppendInfo(base_offset=0, last_offset=0, log_append_time=-1, log_start_offset=0)
     """

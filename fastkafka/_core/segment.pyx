@@ -16,8 +16,8 @@
 # write and the sparse index bookkeeping in C; from 256 KiB the CRC/record walk runs on a helper
 # thread, segment_helper.h, while the pwrite runs, and from 8 KiB too while that helper is awake);
 # anything else takes append_flags + append_batches after records.validate. The Log's state
-# around that call (offsets, flush counters) lives in _core.append_state. Issue 3: at 16 KiB batches every 100 ns of per-append
-# overhead is ~2.5% of os.write's time.
+# around that call (offsets, flush counters) lives in _core.append_state. Issue 3: at 16 KiB
+# batches every 100 ns of per-append overhead is ~2.5% of os.write's time.
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from libc.errno cimport errno, EINTR
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, INT32_MAX, INT64_MIN, INT64_MAX

@@ -170,7 +170,7 @@ class Log:
         return self._st.deleted
 
     def __repr__(self) -> str:
-        return f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._st.next_offset})"
+        return f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self.log_end_offset})"
 
     # --- offsets ---
     @property

@@ -187,7 +187,7 @@ def test_corrupt_16k_batches_through_the_hot_helper_are_rejected_and_publish_not
     """A burst keeps the helper awake, so corrupt sets in it are walked on the helper while the
     pwrite runs past the published size: each is rejected with validate's error, the file is cut
     back, nothing is published, and the good sets around them read back intact."""
-    log = make_log(segment_bytes=4 << 20)                    # rolls on the way
+    log = make_log(segment_bytes=1 << 20)                    # rolls on the way
     good = small_batch()
     assert SMALL - 1024 < len(good) < 256 * 1024
     overlapped, deadline = 0, time.monotonic() + 15
@@ -216,7 +216,7 @@ def test_corrupt_16k_batches_through_the_hot_helper_are_rejected_and_publish_not
     offs = all_offsets(log)
     assert offs == list(range(log.log_end_offset)) and len(log.segments) > 1
     log.close()
-    again = make_log(clean_shutdown=False, segment_bytes=4 << 20)   # unclean: revalidate all
+    again = make_log(clean_shutdown=False, segment_bytes=1 << 20)   # unclean: revalidate all
     assert again.recovered_bytes_dropped == 0 and again.log_end_offset == len(offs)
     if not overlapped:   # the helper never got a core in 15 s (a saturated machine): unobserved
         pytest.skip("the helper thread was never awake for a corrupt set")
