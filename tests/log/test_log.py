@@ -218,3 +218,19 @@ def test_an_evicted_active_file_is_reopened_at_the_published_end(make_log):
     log.append(batch(2))
     assert seg.file() is reader and reader.size == seg.size
     assert offsets_in(log.read(0, 1 << 20)) == [0, 1, 2, 3, 4]
+
+
+def test_a_reader_never_moves_where_the_writer_appends(make_log):
+    """LogSegment.file() is the readers' door too: with a reader's stale view of the published
+    size it must not set the shared handle's size (the writer's next append would land over its
+    last batch); only writer_file() does, from the published size."""
+    log = make_log()
+    log.append(batch(3))
+    seg = log.active_segment
+    f = seg.file()
+    end = f.size
+    seg.size -= 1                             # what a reader read before the writer published
+    assert seg.file() is f and f.size == end
+    seg.size += 1
+    log.append(batch(2))
+    assert offsets_in(log.read(0, 1 << 20)) == [0, 1, 2, 3, 4]
