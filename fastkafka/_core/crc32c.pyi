@@ -14,6 +14,15 @@ def crc32c(data: _Buffer, value: int = 0) -> int:
 def crc32c_sw(data: _Buffer, value: int = 0) -> int:
     """:func:`crc32c` on the portable slicing-by-8 engine."""
 
+def crc32c_engine(data: _Buffer, value: int = 0, name: str = "software") -> int:
+    """:func:`crc32c` on the named engine (one of :func:`engines`); ValueError if unavailable."""
+
+def crc32c_repeat(data: _Buffer, reps: int, name: str = "software") -> int:
+    """CRC-32C of ``data * reps`` by running engine ``name`` ``reps`` times (for timing)."""
+
+def engines() -> tuple[str, ...]:
+    """Engines this machine can run, slowest first."""
+
 def crc32c_combine(crc1: int, crc2: int, len2: int) -> int:
     """CRC-32C of ``a + b`` from ``crc32c(a)``, ``crc32c(b)`` and ``len(b)``."""
 
@@ -21,4 +30,4 @@ def hardware() -> bool:
     """True when :func:`crc32c` uses the CPU's CRC32 instruction."""
 
 def engine() -> str:
-    """``"sse4.2+pclmul"``, ``"sse4.2"`` or ``"software"``."""
+    """``"avx512+vpclmulqdq"``, ``"sse4.2+pclmul"``, ``"sse4.2"`` or ``"software"``."""

@@ -1,7 +1,9 @@
 """CRC-32C: golden vectors, parity with two independent packages, chaining, every engine."""
 import array
 import doctest
+import functools
 import mmap
+import random
 import os
 import shutil
 import subprocess
@@ -17,8 +19,13 @@ from fastkafka._core import crc32c as fk
 
 IMPL_H = os.path.join(os.path.dirname(fk.__file__), "crc32c_impl.h")
 
-IMPLS = {"crc32c": fk.crc32c, "crc32c_sw": fk.crc32c_sw}
+ENGINES = ("software", "sse4.2", "sse4.2+pclmul", "avx512+vpclmulqdq")
+HW_ENGINES = [e for e in fk.engines() if e != "software"]
+# Every engine this machine has, each forced in this process, besides the import-time pick.
+IMPLS = {"crc32c": fk.crc32c, "crc32c_sw": fk.crc32c_sw,
+         **{e: functools.partial(fk.crc32c_engine, name=e) for e in HW_ENGINES}}
 impls = pytest.mark.parametrize("impl", list(IMPLS.values()), ids=list(IMPLS))
+hw_engines = pytest.mark.parametrize("name", HW_ENGINES)
 
 
 def reference(data):
@@ -60,8 +67,43 @@ def test_rfc3720_vectors(impl, data, expected):
 
 
 def test_engine_reporting():
-    assert fk.engine() in ("sse4.2+pclmul", "sse4.2", "software")
+    assert fk.engines() == ENGINES[:len(fk.engines())]
+    assert fk.engine() in fk.engines()
     assert fk.hardware() == (fk.engine() != "software")
+    if not os.environ.get("FASTKAFKA_CRC32C"):
+        assert fk.engine() == fk.engines()[-1]
+
+
+def cpuinfo_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].split() for line in f
+                         if line.startswith("flags")), None)
+    except OSError:
+        return None
+
+
+@pytest.mark.skipif(cpuinfo_flags() is None, reason="needs Linux /proc/cpuinfo (x86)")
+def test_engines_follow_the_cpu_flags():
+    # Linux drops the AVX-512 flags when it does not enable their register state in XCR0, so
+    # its flags are what the engine choice must agree with, both ways.
+    flags = set(cpuinfo_flags())
+    expect = ["software"]
+    if "sse4_2" in flags:
+        expect.append("sse4.2")
+        if "pclmulqdq" in flags:
+            expect.append("sse4.2+pclmul")
+            if {"avx512f", "avx512vl", "avx512bw", "vpclmulqdq"} <= flags:
+                expect.append("avx512+vpclmulqdq")
+    assert list(fk.engines()) == expect
+
+
+def test_forcing_an_unknown_or_missing_engine():
+    with pytest.raises(ValueError, match="unknown"):
+        fk.crc32c_engine(b"x", 0, "avx1024")
+    for name in ENGINES[len(fk.engines()):]:
+        with pytest.raises(ValueError, match="lacks"):
+            fk.crc32c_engine(b"x", 0, name)
 
 
 # --- parity with independent implementations ----------------------------------------------
@@ -78,13 +120,54 @@ def test_every_length_up_to_300_and_the_stripe_boundaries(impl):
         assert impl(blob[:n]) == reference(blob[:n]), n
 
 
+@hw_engines
+def test_every_length_up_to_4096_at_every_alignment_class(name):
+    # Lengths cross each engine's thresholds (256 B for the zmm fold) and every tail size
+    # (64-, 16-, 8- and 1-byte remainders); offsets move the loads across cache lines.
+    blob = os.urandom(4096 + 64)
+    sw = fk.crc32c_sw
+    for offset in (0, 1, 3, 8, 15, 33, 63):
+        view = memoryview(blob)[offset:]
+        for n in range(4097):
+            seed = (n * 2654435761) & 0xFFFFFFFF  # a non-zero running value exercises the preset
+            got = fk.crc32c_engine(view[:n], seed, name)
+            assert got == sw(view[:n], seed), (name, offset, n)
+        assert got == google_crc32c.extend(seed, bytes(view[:4096]))
+
+
+@hw_engines
+def test_random_lengths_up_to_megabytes(name):
+    rng = random.Random(1234)
+    blob = os.urandom(4 << 20)
+    for _ in range(40):
+        n = rng.choice([rng.randrange(1 << 12), rng.randrange(1 << 16), rng.randrange(4 << 20)])
+        offset = rng.randrange(64)
+        piece = blob[offset:offset + n]
+        expected = reference(piece)
+        assert fk.crc32c_engine(piece, 0, name) == expected, (name, n, offset)
+        assert fk.crc32c_engine(memoryview(blob)[offset:offset + n], 0, name) == expected
+
+
+@hw_engines
+def test_chaining_across_engines(name):
+    # crc(A) then crc(B) from A's value == crc(A||B), whichever engine does each part.
+    blob = os.urandom(70000)
+    rng = random.Random(99)
+    for _ in range(200):
+        cut = rng.randrange(len(blob) + 1)
+        a, b = blob[:cut], blob[cut:]
+        assert fk.crc32c_engine(b, fk.crc32c_engine(a, 0, name), name) == reference(blob)
+        assert fk.crc32c_sw(b, fk.crc32c_engine(a, 0, name)) == reference(blob)
+        assert fk.crc32c_engine(b, fk.crc32c_sw(a), name) == reference(blob)
+
+
 @settings(max_examples=150, deadline=None)
 @given(data=st.binary(max_size=5000), value=st.integers(0, 2**32 - 1))
 def test_matches_reference_random(data, value):
     expected = google_crc32c.extend(value, data)
     assert expected == ref_crc32c.crc32c(data, value)
-    assert fk.crc32c(data, value) == expected
-    assert fk.crc32c_sw(data, value) == expected
+    for impl in IMPLS.values():
+        assert impl(data, value) == expected
 
 
 @settings(max_examples=100, deadline=None)
@@ -106,10 +189,10 @@ def test_combine(a, b):
 
 def test_large_buffers_and_chained_megabytes():
     blob = os.urandom((1 << 20) + 12345)
-    assert fk.crc32c(blob) == reference(blob)
-    assert fk.crc32c_sw(blob) == reference(blob)
     half = len(blob) // 2 + 3
-    assert fk.crc32c(blob[half:], fk.crc32c(blob[:half])) == reference(blob)
+    for impl in IMPLS.values():
+        assert impl(blob) == reference(blob)
+        assert impl(blob[half:], impl(blob[:half])) == reference(blob)
 
 
 # --- input kinds --------------------------------------------------------------------------
@@ -190,7 +273,7 @@ from fastkafka._core import crc32c as fk
 
 IMPL_H = os.path.join(os.path.dirname(fk.__file__), "crc32c_impl.h")
 blob = os.urandom(200000)
-for n in (0, 1, 9, 383, 384, 3072, 3073, 24576, 24577 + 3072 + 384 + 5, 200000):
+for n in (0, 1, 9, 255, 256, 257, 383, 384, 3072, 3073, 24576, 24577 + 3072 + 384 + 5, 200000):
     for off in (0, 3):
         assert fk.crc32c(blob[off:off + n]) == google_crc32c.value(blob[off:off + n]), (n, off)
 print(fk.engine())
@@ -200,7 +283,8 @@ print(fk.engine())
 @pytest.mark.parametrize("cap,allowed", [
     ("sw", {"software"}),
     ("sse4.2", {"sse4.2", "software"}),
-    ("", {"sse4.2+pclmul", "sse4.2", "software"}),
+    ("sse4.2+pclmul", {"sse4.2+pclmul", "sse4.2", "software"}),
+    ("", set(ENGINES)),
 ])
 def test_each_engine_in_a_fresh_interpreter(cap, allowed):
     env = dict(os.environ, FASTKAFKA_CRC32C=cap)
@@ -208,6 +292,8 @@ def test_each_engine_in_a_fresh_interpreter(cap, allowed):
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() in allowed
+    # A cap never hides a better engine from the forcing API, and the pick is the best allowed.
+    assert out.stdout.strip() == max(allowed & set(fk.engines()), key=ENGINES.index)
 
 
 def test_docstring_examples():
@@ -221,7 +307,7 @@ HARNESS = r"""
 int main(void) {
     static unsigned char buf[70000];
     unsigned i;
-    int engine = fk_crc32c_init(2);
+    int engine = fk_crc32c_init(3);
     for (i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)(i * 131u + 7u);
     printf("%d %u %u\n", engine, ~fk_crc32c_raw(~0u, buf + 3, sizeof buf - 3),
            ~fk_crc32c_raw(~0u, (const unsigned char *)"123456789", 9));
@@ -244,8 +330,16 @@ def test_header_builds_standalone_and_without_x86(tmp_path, portable):
                    check=True, timeout=60)
     engine, big, check = map(int, subprocess.run([str(exe)], capture_output=True, text=True,
                                                  check=True, timeout=10).stdout.split())
-    # Natively it picks the best engine; this interpreter's may be capped by FASTKAFKA_CRC32C.
-    floor = ["software", "sse4.2", "sse4.2+pclmul"].index(fk.engine())
-    assert engine == 0 if portable else engine >= floor
+    # Natively it picks the best engine the CPU and OS have, whatever cap this interpreter has.
+    assert engine == 0 if portable else engine == len(fk.engines()) - 1
     assert check == 0xE3069283
     assert big == reference(bytes((i * 131 + 7) & 0xFF for i in range(70000))[3:])
+
+
+@pytest.mark.parametrize("name", fk.engines())
+def test_repeat_is_the_crc_of_the_repeated_buffer(name):
+    # crc32c_repeat is what the benchmark times; it must still compute the right thing.
+    for n, reps in ((0, 5), (1, 1), (7, 300), (255, 3), (300, 17), (5000, 2)):
+        data = os.urandom(n)
+        assert fk.crc32c_repeat(data, reps, name) == reference(data * reps), (n, reps)
+    assert fk.crc32c_repeat(b"x", 0, name) == 0
