@@ -75,7 +75,7 @@ def test_failed_task_is_redone_without_duplicates(spark, broker, topic_name, tmp
         child = _child("fail-first-attempt", marker, "local[2,4]", argv, f)
         assert child.wait(200) == 0, log.read_text()[-4000:]
     assert "loaded 120 rows in 2 batches" in log.read_text()
-    assert len(marker.read_text().splitlines()) == 2     # each batch had a first attempt fail
+    assert len(marker.read_text().splitlines()) == 2, marker.read_text()   # each batch: one first attempt failed
     _exactly_once(spark, out, 120)
 
 
