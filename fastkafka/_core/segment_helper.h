@@ -210,16 +210,23 @@ static int fk_helper_start(void) {
     return 1;
 }
 
-/* Post fn(p, n) to the helper. 1: posted, call fk_helper_collect; 0: run it yourself. */
-static int fk_helper_post(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) {
-    if (atomic_load_explicit(&fk_h.pid, memory_order_acquire) != getpid() && !fk_helper_start())
-        return 0;
+/* Take the one task slot (held until fk_helper_collect) and fill it; 0: another append has it. */
+static inline int fk_helper_claim(fk_check_fn fn, const unsigned char *p, Py_ssize_t n, int hot) {
     if (pthread_mutex_trylock(&fk_h.post) != 0)
         return 0;
     fk_h.fn = fn;
     fk_h.p = p;
     fk_h.n = n;
-    fk_h.hot_task = 0;
+    fk_h.hot_task = hot;
+    return 1;
+}
+
+/* Post fn(p, n) to the helper. 1: posted, call fk_helper_collect; 0: run it yourself. */
+static int fk_helper_post(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) {
+    if (atomic_load_explicit(&fk_h.pid, memory_order_acquire) != getpid() && !fk_helper_start())
+        return 0;
+    if (!fk_helper_claim(fn, p, n, 0))
+        return 0;
     atomic_fetch_add_explicit(&fk_h.n_posts, 1, memory_order_relaxed);
     pthread_mutex_lock(&fk_h.mu);
     atomic_store(&fk_h.state, FK_POSTED);
@@ -234,12 +241,8 @@ static int fk_helper_post(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) 
 static int fk_helper_post_hot(fk_check_fn fn, const unsigned char *p, Py_ssize_t n) {
     if (!atomic_load_explicit(&fk_h.hot, memory_order_relaxed) || fk_h.hot_off)
         return 0;
-    if (pthread_mutex_trylock(&fk_h.post) != 0)
+    if (!fk_helper_claim(fn, p, n, 1))
         return 0;
-    fk_h.fn = fn;
-    fk_h.p = p;
-    fk_h.n = n;
-    fk_h.hot_task = 1;
     atomic_fetch_add_explicit(&fk_h.n_hot_posts, 1, memory_order_relaxed);
     atomic_store(&fk_h.state, FK_POSTED);
     return 1;

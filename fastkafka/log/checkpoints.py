@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 import threading
 
+from .files import fsync_dir
+
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
@@ -48,7 +50,7 @@ class OffsetCheckpointFile:
             finally:
                 os.close(fd)
             os.replace(tmp, self.path)
-            _fsync_dir(os.path.dirname(self.path) or ".")
+            fsync_dir(os.path.dirname(self.path) or ".")
 
     def read(self) -> dict[tuple[str, int], int]:
         """The entries; a missing file is empty, a malformed one raises ValueError."""
@@ -68,10 +70,3 @@ class OffsetCheckpointFile:
             raise ValueError(f"{self.path}: expected {n} entries, found {len(out)}")
         return out
 
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -40,7 +40,7 @@ import os
 from typing import NamedTuple, Sequence
 
 from .._core.segment import SegmentFile
-from .files import REPLACED_SUFFIX
+from .files import REPLACED_SUFFIX, fsync_dir
 from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 MAX_RELATIVE_OFFSET = (1 << 31) - 1
@@ -123,14 +123,6 @@ def _unlink(path: str) -> None:
         pass
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _step(name: str) -> None:
     """Called after each file operation of the swap; crash tests replace it to stop there."""
 
@@ -156,7 +148,7 @@ def replace_group(log, old: list[LogSegment], cleaned: str) -> LogSegment | None
                 renamed.append(s)
                 _step("replaced")
             if rest:
-                _fsync_dir(log.dir)
+                fsync_dir(log.dir)
             swap = first.log_path + SWAP_SUFFIX
             os.rename(cleaned, swap)
         except OSError:                 # not committed: put the group back as it was
@@ -164,7 +156,7 @@ def replace_group(log, old: list[LogSegment], cleaned: str) -> LogSegment | None
                 os.rename(s.log_path + REPLACED_SUFFIX, s.log_path)
             _unlink(cleaned)
             raise
-        _fsync_dir(log.dir)
+        fsync_dir(log.dir)
         _step("committed")
         for s in rest:
             for p in (s.log_path + REPLACED_SUFFIX, s.index_path, s.time_index_path):

@@ -19,6 +19,7 @@ Example::
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Callable
 
@@ -76,3 +77,12 @@ class FileCache:
         with self._lock:
             owner._file = None
             return self._entries.pop(owner, None)
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory, so the renames and unlinks done in it are durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
