@@ -8,8 +8,9 @@ Sections:
             index) vs a plain os.write loop of the same bytes into a file in the same directory,
             and of 1-record batches (the fixed cost per call). Alternating rounds after a
             pre-warm round, best of N, files removed between rounds. "helper walked" is the share
-            of CRC/record walks the helper thread ran beside the pwrite; the 16 KiB "walk inline"
-            row is the same appends with small sets kept off the helper (set_hot_posting).
+            of CRC/record walks the helper thread ran beside the pwrite; the 16 KiB "helper awake"
+            row is the same appends with small sets handed to a spinning helper (set_hot_posting,
+            off by default).
   lookup    random Log.read(offset, 1 MiB) over a 64 MiB log of 1 KiB batches in 8 MiB segments:
             lookups/s (target >= 500k/s); the limit is a loop of 61-byte os.pread calls (one batch header).
   recovery  unclean reopen of a 512 MiB log of 16 KiB batches (revalidate every CRC, rebuild
@@ -91,37 +92,42 @@ def bench_append(rounds: int = 5, total: int = 256 << 20) -> list[str]:
         buf = make_batch(n, size)
         run_log_append(buf, nbytes)          # pre-warm: page cache and allocator
         run_os_write(buf, nbytes)
-        best_log = best_os = best_inline = 0.0
-        # 16 KiB: also with the helper off for small sets (walk inline), alternated in the same
-        # rounds -- what the awake helper is worth on this machine right now
-        inline = label == "16 KiB" and set_hot_posting is not None
-        before = helper_stats() if helper_stats else None
+        best_log = best_os = best_hot = 0.0
+        # 16 KiB: also with small sets handed to an awake helper (set_hot_posting(True)),
+        # alternated in the same rounds -- what the spinning helper is worth here right now
+        hot = label == "16 KiB" and set_hot_posting is not None
+        ran = 0                              # walks the helper ran in the default-path runs
+
+        def run_hot() -> float:
+            set_hot_posting(True)
+            try:
+                return run_log_append(buf, nbytes)
+            finally:
+                set_hot_posting(False)
+
         for r in range(rounds):
-            # inline and helper runs swap places each round: a run after another's rmtree
+            # default and helper-awake runs swap places each round: a run after another's rmtree
             # writes into just-freed memory, which is not the same as after os.write's
-            if inline and r % 2:
-                set_hot_posting(False)
-                best_inline = max(best_inline, run_log_append(buf, nbytes))
-                set_hot_posting(True)
+            if hot and r % 2:
+                best_hot = max(best_hot, run_hot())
+            before = helper_stats()["helper_ran"] if helper_stats else 0
             best_log = max(best_log, run_log_append(buf, nbytes))
+            ran += (helper_stats()["helper_ran"] - before) if helper_stats else 0
             best_os = max(best_os, run_os_write(buf, nbytes))
-            if inline and not r % 2:
-                set_hot_posting(False)
-                best_inline = max(best_inline, run_log_append(buf, nbytes))
-                set_hot_posting(True)
+            if hot and not r % 2:
+                best_hot = max(best_hot, run_hot())
         per_call = f"{len(buf) / best_log * 1e6:.2f} vs {len(buf) / best_os * 1e6:.2f} us/call"
         # the share of CRC/record walks the helper thread ran beside the pwrite (the rest inline:
         # a busy machine leaves it no core, or the set is below the helper's sizes)
-        if before is not None:
-            ran = helper_stats()["helper_ran"] - before["helper_ran"]
+        if helper_stats is not None:
             per_call += f"; helper walked {100 * ran / (rounds * (nbytes // len(buf))):.0f}%"
         rows.append(f"| append {label} batches ({len(buf)} B; {per_call}) | {best_log / 1e9:.3f} GB/s | "
                     f"os.write {best_os / 1e9:.3f} GB/s | {best_log / best_os:.2f}x | "
                     f"{'>= 0.8x' if n > 1 else '-'} |")
-        if inline:
-            rows.append(f"| append {label} batches, walk inline ({len(buf) / best_inline * 1e6:.2f} us/call) | "
-                        f"{best_inline / 1e9:.3f} GB/s | os.write {best_os / 1e9:.3f} GB/s | "
-                        f"{best_inline / best_os:.2f}x | - |")
+        if hot:
+            rows.append(f"| append {label} batches, helper awake ({len(buf) / best_hot * 1e6:.2f} us/call) | "
+                        f"{best_hot / 1e9:.3f} GB/s | os.write {best_os / 1e9:.3f} GB/s | "
+                        f"{best_hot / best_os:.2f}x | - |")
     return rows
 
 

@@ -79,7 +79,7 @@ static struct {
     const unsigned char *p;
     Py_ssize_t n;
     int hot_task;              /* the posted task came through fk_helper_post_hot */
-    int hot_off;               /* benchmarks: small tasks always inline (set_hot_posting) */
+    int hot_off;               /* 1 (default): small tasks inline, the helper never spins; see set_hot_posting */
     /* counters for tests and benchmarks (relaxed: a few ns against a multi-us append) */
     _Atomic long long n_posts, n_hot_posts, n_waited;
     /* the hand-off itself: what moves between the cores on every task */
@@ -100,7 +100,8 @@ static struct {
     long long last_kick_ns;    /* under mu */
     _Atomic long long last_cold_ns;   /* when a small append last found the helper asleep */
     _Atomic long long n_kicks;
-} fk_h = {.post = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+} fk_h = {.post = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+        .hot_off = 1};
 
 /* Spin until `state` leaves `from`, for at most FK_SPIN_NS; returns the state seen last.
  * The clock is read every 32 pauses (~1 us): cheap against the bound, fine-grained enough. */

@@ -1,5 +1,5 @@
 """Log.append's fast path (SegmentFile.append_checked): validation folded into the write, and for
-large sets -- and 16 KiB ones while the helper is awake -- run on the helper thread while the
+large sets -- and 16 KiB ones while the helper is awake, with set_hot_posting(True) -- run on the helper thread while the
 pwrite runs (issue 3). Whatever path a buffer takes,
 errors and the log's state must be exactly those of validate-then-write."""
 import os
@@ -13,7 +13,7 @@ import pytest
 from fastkafka import errors
 from fastkafka._core.crc32c import crc32c
 from fastkafka._core.records import validate
-from fastkafka._core.segment import helper_stats
+from fastkafka._core.segment import helper_stats, set_hot_posting
 from fastkafka.records import build_batch, iter_batches
 
 from .conftest import batch
@@ -165,6 +165,15 @@ def test_large_append_in_a_forked_child(make_log, tmp_path):
 
 
 # --- 16 KiB sets: the walk goes to the helper only while it is awake (spinning) ---------------
+# (opt-in: set_hot_posting(True); by default small sets are walked inline)
+
+
+@pytest.fixture
+def hot_posting():
+    set_hot_posting(True)
+    yield
+    set_hot_posting(False)
+
 
 SMALL = 16 * 1024           # between HOT_CHECK_BYTES (8 KiB) and PARALLEL_CHECK_BYTES
 
@@ -183,7 +192,7 @@ def all_offsets(log) -> list[int]:
     return offs
 
 
-def test_corrupt_16k_batches_through_the_hot_helper_are_rejected_and_publish_nothing(make_log):
+def test_corrupt_16k_batches_through_the_hot_helper_are_rejected_and_publish_nothing(make_log, hot_posting):
     """A burst keeps the helper awake, so corrupt sets in it are walked on the helper while the
     pwrite runs past the published size: each is rejected with validate's error, the file is cut
     back, nothing is published, and the good sets around them read back intact."""
@@ -222,7 +231,7 @@ def test_corrupt_16k_batches_through_the_hot_helper_are_rejected_and_publish_not
         pytest.skip("the helper thread was never awake for a corrupt set")
 
 
-def test_16k_appends_from_many_threads_to_many_logs_and_to_one(make_log):
+def test_16k_appends_from_many_threads_to_many_logs_and_to_one(make_log, hot_posting):
     """Threads appending 16 KiB sets to their own logs and to one shared log: the helper takes one
     walk at a time, the rest run inline; every log gets every offset exactly once, in order, and
     corrupt sets fail without a trace."""
@@ -258,7 +267,7 @@ def test_16k_appends_from_many_threads_to_many_logs_and_to_one(make_log):
         assert offs == list(range(expected))
 
 
-def test_a_forked_child_does_not_count_on_the_parents_hot_helper(make_log):
+def test_a_forked_child_does_not_count_on_the_parents_hot_helper(make_log, hot_posting):
     """fork() while the helper spins: the child has no helper thread, so it must not see it as
     awake (a post would then wait on nobody; the claim-back would save it, but the atfork handler
     means it never posts at all) -- and its own appends, corrupt ones included, are right."""
@@ -290,7 +299,7 @@ def test_a_forked_child_does_not_count_on_the_parents_hot_helper(make_log):
     assert log.log_end_offset == 201 * 16
 
 
-def test_an_idle_helper_sleeps_and_burns_no_cpu(make_log):
+def test_an_idle_helper_sleeps_and_burns_no_cpu(make_log, hot_posting):
     """The spin is bounded (FK_SPIN_NS, 20 us): shortly after a burst the helper is asleep on its
     condvar, and an idle process uses no CPU."""
     log = make_log()
@@ -301,3 +310,15 @@ def test_an_idle_helper_sleeps_and_burns_no_cpu(make_log):
     t0 = time.process_time()
     time.sleep(0.3)
     assert time.process_time() - t0 < 0.03
+
+
+def test_small_sets_are_walked_inline_by_default(make_log):
+    """Without set_hot_posting(True) a burst of 16 KiB sets never goes to the helper (nor wakes
+    it): the walk is inline and the helper does not spin."""
+    log = make_log()
+    before = helper_stats()
+    for _ in range(300):
+        log.append(small_batch())
+    after = helper_stats()
+    assert after["posts_hot"] == before["posts_hot"] and after["kicks"] == before["kicks"]
+    assert not after["hot"]
