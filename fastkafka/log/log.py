@@ -432,6 +432,12 @@ class Log:
                     start = i
         return [entries[i][0] for i in range(start, -1, -1)][:max_num]
 
+    def remove_expired_producers(self, now: int, expiration_ms: int) -> int:
+        """Forget producers whose newest batch is ``producer.id.expiration.ms`` old (Kafka
+        judges by the batch's max timestamp); returns how many."""
+        with self._lock:
+            return self.producer_state.remove_expired(now, expiration_ms)
+
     # --- retention, DeleteRecords, truncation ---
     def delete_old_segments(self, now: int | None = None) -> int:
         """Delete whole segments past retention (time, size) or below the log start offset —

@@ -2,8 +2,9 @@
 
 Startup loads each ``<log.dir>/<topic>-<partition>/`` (recovering after an unclean shutdown,
 ``num.recovery.threads.per.data.dir`` at a time), then schedules retention
-(``log.retention.check.interval.ms``), the flush.ms timer, the cleaner for compacted topics and
-the recovery-point / log-start-offset checkpoints. ``shutdown()`` flushes, checkpoints and
+(``log.retention.check.interval.ms``), producer-id expiration
+(``producer.id.expiration.check.interval.ms``), the flush.ms timer, the cleaner for compacted
+topics and the recovery-point / log-start-offset checkpoints. ``shutdown()`` flushes, checkpoints and
 writes the clean-shutdown marker so the next start skips revalidation.
 
 Descriptor budget: at most ``log.max.open.files`` segment files open for all partitions (LRU,
@@ -106,6 +107,9 @@ class LogManager:
         self.scheduler.schedule(c["log.flush.start.offset.checkpoint.interval.ms"],
                                 self.checkpoint_log_start_offsets,
                                 period_ms=max(1, c["log.flush.start.offset.checkpoint.interval.ms"]))
+        self.scheduler.schedule(c["producer.id.expiration.check.interval.ms"],
+                                self.remove_expired_producers,
+                                period_ms=c["producer.id.expiration.check.interval.ms"])
         if c["log.cleaner.enable"]:
             self.scheduler.schedule(c["log.cleaner.backoff.ms"], self.clean_logs,
                                     period_ms=max(1, c["log.cleaner.backoff.ms"]))
@@ -173,6 +177,11 @@ class LogManager:
     def flush_dirty_logs(self, _period: int | None = None) -> int:
         now = self.clock()
         return sum(1 for lg in self.logs() if lg.flush_if_due(now))
+
+    def remove_expired_producers(self) -> int:
+        """Producer-id expiration for every log; returns the producers forgotten."""
+        now, ms = self.clock(), self.config["producer.id.expiration.ms"]
+        return sum(lg.remove_expired_producers(now, ms) for lg in self.logs())
 
     def clean_logs(self) -> int:
         """One compaction pass over the compacted logs; returns the logs cleaned."""

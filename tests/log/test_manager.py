@@ -1,9 +1,13 @@
 """LogManager: many partitions within the descriptor budget, clean shutdown, checkpoints, deletion."""
 import os
 
+import pytest
+
+from fastkafka import errors
 from fastkafka.config import KafkaConfig
 from fastkafka.log import LogManager
 from fastkafka.log.checkpoints import OffsetCheckpointFile
+from fastkafka.records import build_batch
 
 from .conftest import batch
 
@@ -89,4 +93,33 @@ def test_retention_runs_on_the_schedule(tmp_path, clock):
     clock.advance(20_000)
     mgr.scheduler.run_due()
     assert len(lg.segments) == 1 < n
+    mgr.shutdown()
+
+
+def test_producer_ids_expire_on_the_schedule(tmp_path, clock):
+    """producer.id.expiration.ms after its newest batch's timestamp a producer's state is gone:
+    a sequence that would have been out of order is then accepted as a new start (Kafka's
+    behaviour for an unknown producer), while a producer still within the window is checked."""
+    mgr = LogManager({"log.dirs": str(tmp_path), "producer.id.expiration.ms": 60_000,
+                      "producer.id.expiration.check.interval.ms": 1000}, clock=clock,
+                      start_scheduler=False)
+    lg = mgr.get_or_create_log("p", 0)
+
+    def idem(pid, seq, ts):
+        return bytearray(build_batch([(b"k", b"v", [], ts)], producer_id=pid, producer_epoch=0,
+                                     base_sequence=seq))
+
+    lg.append(idem(1, 0, clock.now))
+    lg.append(idem(2, 0, clock.now + 50_000))           # newer: still within the window below
+    with pytest.raises(errors.OutOfOrderSequenceNumberError):
+        lg.append(idem(1, 5, clock.now))                # a gap while producer 1 is known
+    clock.advance(59_000)
+    mgr.scheduler.run_due()
+    assert sorted(lg.producer_state.producers) == [1, 2]
+    clock.advance(2_000)                                # 61 s after producer 1's batch
+    mgr.scheduler.run_due()
+    assert sorted(lg.producer_state.producers) == [2]
+    assert lg.append(idem(1, 5, clock.now)).base_offset == 2     # forgotten: any start is accepted
+    with pytest.raises(errors.OutOfOrderSequenceNumberError):
+        lg.append(idem(2, 7, clock.now))                # producer 2 is still checked
     mgr.shutdown()
