@@ -83,7 +83,11 @@ class LogSegment:
         by ``self.size``; where the handle appends is the writer's business (writer_file)."""
         f = self._file
         if f is None:
-            f = self._pinned if self._pinned is not None else self._files.get(self, self._open_file)
+            # Opening by path takes the lock the renames take (pin before a cleaner's swap,
+            # rename_to_deleted): a path read just before one of them would open the file that
+            # replaced it, or nothing.
+            with self._open_lock:
+                f = self._pinned if self._pinned is not None else self._files.get(self, self._open_file)
         self._ref = True
         return f
 
@@ -304,12 +308,13 @@ class LogSegment:
     def pin(self) -> None:
         """Keep this object's own file handle and index mappings from now on (the cleaner is about
         to replace the files at its paths); readers of an old snapshot keep a consistent view."""
-        f = self.file()
         self.offset_index()
         self.time_index()
-        self._pinned = f
-        self._files.forget(self)
-        self._file = f
+        with self._open_lock:    # a reader opening the file now finishes first or sees _pinned
+            f = self._file if self._file is not None else self._files.get(self, self._open_file)
+            self._pinned = f
+            self._files.forget(self)
+            self._file = f
 
     # --- deletion ---
     def rename_to_deleted(self) -> None:
