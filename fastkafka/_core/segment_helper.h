@@ -103,13 +103,14 @@ static struct {
 } fk_h = {.post = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
         .hot_off = 1};
 
-/* Spin until `state` leaves `from`, for at most FK_SPIN_NS; returns the state seen last.
- * The clock is read every 32 pauses (~1 us): cheap against the bound, fine-grained enough. */
-static inline int fk_spin_while(int from) {
+/* Spin while `state` == `value` (until_equal 0) or until it is (until_equal 1), for at most
+ * FK_SPIN_NS; returns the state seen last. The clock is read every 32 pauses (~1 us): cheap
+ * against the bound, fine-grained enough. */
+static inline int fk_spin(int value, int until_equal) {
     long long deadline = 0;
     unsigned i = 0;
     int s;
-    while ((s = atomic_load_explicit(&fk_h.state, memory_order_acquire)) == from) {
+    while (((s = atomic_load_explicit(&fk_h.state, memory_order_acquire)) == value) != until_equal) {
         fk_pause();
         if ((++i & 31) == 0) {
             long long now = fk_now_ns();
@@ -122,21 +123,14 @@ static inline int fk_spin_while(int from) {
     return s;
 }
 
+/* Spin until `state` leaves `from`, for at most FK_SPIN_NS; returns the state seen last. */
+static inline int fk_spin_while(int from) {
+    return fk_spin(from, 0);
+}
+
 /* Spin until something is posted, for at most FK_SPIN_NS. 1: something is posted. */
 static inline int fk_spin_for_post(void) {
-    long long deadline = 0;
-    unsigned i = 0;
-    while (atomic_load_explicit(&fk_h.state, memory_order_acquire) != FK_POSTED) {
-        fk_pause();
-        if ((++i & 31) == 0) {
-            long long now = fk_now_ns();
-            if (!deadline)
-                deadline = now + FK_SPIN_NS;
-            else if (now > deadline)
-                return 0;
-        }
-    }
-    return 1;
+    return fk_spin(FK_POSTED, 1) == FK_POSTED;
 }
 
 static void *fk_helper_main(void *unused) {
