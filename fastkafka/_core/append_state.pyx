@@ -18,16 +18,9 @@ from libc.stdint cimport int32_t, int64_t
 
 from fastkafka._core.index cimport OffsetIndex, TimeIndex
 from fastkafka._core.segment cimport IndexCursor, SegmentFile
+from fastkafka._core.wall_clock cimport wall_clock_now_ms
 
 from fastkafka._core.segment import wall_clock_ms
-
-cdef extern from "<time.h>" nogil:
-    ctypedef long time_t
-    cdef struct timespec:
-        time_t tv_sec
-        long tv_nsec
-    int clock_gettime(int clk, timespec* ts)
-    enum: CLOCK_REALTIME
 
 cdef extern from *:
     """
@@ -51,12 +44,6 @@ cdef extern from *:
     }
     """
     object fk_tuple4(PyTypeObject* cls, long long a, long long b, long long c, long long d)
-
-
-cdef inline int64_t _wall_clock_ms() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
 
 
 cdef class AppendState:
@@ -167,7 +154,7 @@ cdef class AppendState:
         cdef SegmentFile f
         if not self.plain or self.deleted:
             return None
-        now = _wall_clock_ms() if self._c_clock else self._clock()
+        now = wall_clock_now_ms() if self._c_clock else self._clock()
         snap = self._segments._snap
         if snap is not self._snap:
             self._refresh(snap)

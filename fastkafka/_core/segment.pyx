@@ -33,7 +33,7 @@ from fastkafka._core.records_layout cimport (ATTRIBUTES_OFFSET, BATCH_OK, COMPRE
                                              NOGIL_THRESHOLD, PARTITION_LEADER_EPOCH_OFFSET,
                                              PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET, RECORDS_OFFSET,
                                              batch_last_offset, batch_size_at, check_batch, walk_records)
-from libc.time cimport time_t
+from fastkafka._core.wall_clock cimport wall_clock_now_ms
 
 import os
 
@@ -51,13 +51,6 @@ cdef extern from "segment_helper.h" nogil:
         int hot_off
         long long n_posts, n_hot_posts, n_helper_ran, n_kicks, n_waited
     fk_helper_t fk_h
-
-cdef extern from "<time.h>" nogil:
-    cdef struct timespec:
-        time_t tv_sec
-        long tv_nsec
-    int clock_gettime(int clk, timespec* ts)
-    enum: CLOCK_REALTIME
 
 cdef enum:
     GIL_RELEASE_BYTES = 16384   # below this a write is faster than releasing and retaking the GIL
@@ -96,9 +89,7 @@ cdef ssize_t _write_all(int fd, const unsigned char* p, size_t n, int64_t pos) n
 def wall_clock_ms():
     """Milliseconds since the epoch (CLOCK_REALTIME), like ``time.time_ns() // 1_000_000`` but
     without the Python-level frame: the log's default clock, read once per append."""
-    cdef timespec ts
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+    return wall_clock_now_ms()
 
 
 # The produce-path validation of append_checked: the same checks, in the same order, as
