@@ -127,6 +127,17 @@ cdef class AppendState:
         self._published = -1
         return 0
 
+    cpdef bint appended(self, int64_t next_offset, int64_t records, int64_t now):
+        """Count an append that ended at ``next_offset`` (the log end and high watermark move
+        there) as ``records`` unflushed messages; True when the flush policy is due: at most
+        flush.messages messages, or flush.ms of age, are ever left unflushed. Under the lock."""
+        self.next_offset = self.high_watermark = next_offset
+        if not self.unflushed_messages:
+            self.first_unflushed_ms = now
+        self.unflushed_messages += records
+        return (self.unflushed_messages >= self.flush_messages
+                or now - self.first_unflushed_ms >= self.flush_ms)
+
     def append(self, buf, int32_t leader_epoch=-1):
         """Append ``buf`` (a writable buffer of v2 batches) if it takes the plain path: the
         LogAppendInfo, or None with nothing changed. See the class docstring."""
@@ -171,10 +182,5 @@ cdef class AppendState:
         if nxt < 0:
             return None
         seg.size = self._published = f.size  # publish last: readers bound themselves by it
-        self.next_offset = self.high_watermark = nxt
-        if not self.unflushed_messages:
-            self.first_unflushed_ms = now
-        self.unflushed_messages += f.appended_records
-        flush_due[0] = (self.unflushed_messages >= self.flush_messages
-                        or now - self.first_unflushed_ms >= self.flush_ms)
+        flush_due[0] = self.appended(nxt, f.appended_records, now)
         return fk_tuple4(<PyTypeObject*>self._info_type, base, nxt - 1, -1, self.log_start_offset)

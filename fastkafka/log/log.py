@@ -275,16 +275,9 @@ class Log:
                     nxt = self.roll(base, now).append(mv, base, leader_epoch, cfg.segment_bytes)
             except OSError as e:
                 raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
-            st = self._st
-            st.next_offset = st.high_watermark = nxt
+            flush_now = self._st.appended(nxt, v.record_count, now)
             if flags & HAS_PRODUCER_ID:
                 self.producer_state.update(mv)  # issue 5
-            if not st.unflushed_messages:
-                st.first_unflushed_ms = now
-            st.unflushed_messages += v.record_count
-            # at most flush.messages messages, or flush.ms of age, are ever left unflushed
-            flush_now = (st.unflushed_messages >= cfg.flush_messages
-                         or now - st.first_unflushed_ms >= cfg.flush_ms)
             info = tuple.__new__(LogAppendInfo, (base, nxt - 1, append_time, self.log_start_offset))
         if flush_now:
             self.flush()
