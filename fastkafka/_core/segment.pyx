@@ -14,7 +14,8 @@
 # The produce path is one call into this module per Log.append in the common case
 # (SegmentFile.append_checked: validation, offset stamping, the fits-in-this-segment checks, the
 # write and the sparse index bookkeeping in C; from 256 KiB the CRC/record walk runs on a helper
-# thread, segment_helper.h, while the pwrite runs, and from 8 KiB too while that helper is awake);
+# thread, segment_helper.h, while the pwrite runs, and from 8 KiB too when set_hot_posting(True)
+# lets that helper spin);
 # anything else takes append_flags + append_batches after records.validate. The Log's state
 # around that call (offsets, flush counters) lives in _core.append_state. Issue 3: at 16 KiB
 # batches every 100 ns of per-append overhead is ~2.5% of os.write's time.
@@ -61,9 +62,9 @@ cdef enum:
     # ~126 us/MiB of write); below it the hand-off (a futex wake, a few us) costs more than the
     # overlap saves.
     PARALLEL_CHECK_BYTES = 262144
-    # From this size the walk also goes to the helper, but only while it is awake (spinning
-    # after a recent task): then a post is one atomic store, and a 16 KiB walk (~0.8 us) hides
-    # under its pwrite (~3.4 us). Below it the walk is too short to pay for the hand-off.
+    # With set_hot_posting(True) (off by default), from this size the walk also goes to the
+    # helper while it is awake (spinning after a recent task): a post is then one atomic store,
+    # and a 16 KiB walk hides under its pwrite. Below it the walk is too short for a hand-off.
     HOT_CHECK_BYTES = 8192
 
 # append_flags bits: what Log.append's policy must look at more closely (0 in the common case)
@@ -228,7 +229,8 @@ cdef class SegmentFile:
         exact error -- when: the bytes do not validate; a batch carries a producer id or is over
         ``max_batch_bytes``; the set is over ``max_size`` or does not fit this non-empty segment
         (bytes, 32-bit relative offsets, full index). Nothing is stamped then, except when
-        validation failed on a buffer of HOT_CHECK_BYTES or more: there the offsets are stamped
+        validation failed on a buffer the helper thread may take (PARALLEL_CHECK_BYTES or more;
+        HOT_CHECK_BYTES with set_hot_posting(True)): there the offsets are stamped
         (outside the CRC) first, and when the helper thread takes the CRC/record walk
         (segment_helper.h, GIL released) the pwrite runs meanwhile past the published ``size``
         -- which readers never pass -- and a failed walk truncates the file back. Not
@@ -270,7 +272,9 @@ cdef class SegmentFile:
         if n > max_size or (at and (at + n > max_size or cursor.full
                                     or nxt - 1 - offset_index.base_offset > INT32_MAX)):
             return -1
-        if n < HOT_CHECK_BYTES:
+        # below the helper's sizes validate, then stamp and write; the helper takes sets from
+        # PARALLEL_CHECK_BYTES, or from HOT_CHECK_BYTES when set_hot_posting(True) let it spin
+        if n < (PARALLEL_CHECK_BYTES if fk_h.hot_off else HOT_CHECK_BYTES):
             if n >= NOGIL_THRESHOLD:
                 with nogil:
                     ok = _batches_valid(p, n)

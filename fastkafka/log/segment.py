@@ -172,11 +172,7 @@ class LogSegment:
         them at the end with their index entries; returns the next offset, or -1 (nothing
         written) when this non-empty segment cannot take them (``max_size`` bytes, 32-bit
         relative offsets, full index): roll. Writer only."""
-        f = self._file
-        if f is None or f.size != self.size:
-            f = self.writer_file()
-        else:
-            self._ref = True
+        f = self.writer_file()
         nxt = f.append_batches(buf, self._cursor or self._load_cursor(),
                                self._offset_index or self.offset_index(),
                                self._time_index or self.time_index(), next_offset, leader_epoch, max_size)
