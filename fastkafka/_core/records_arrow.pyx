@@ -18,12 +18,12 @@
 # pass has no checks left to make.
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_Resize
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
 from fastkafka._core.arrow_layout cimport (BinaryColumn, column_valid, column_value,
                                            fill_binary_column)
 from fastkafka._core.records_layout cimport RECORDS_OFFSET
-from fastkafka._core.varint cimport varlong_size, write_varlong
+from fastkafka._core.varint cimport blob_size, varlong_size, write_blob, write_varlong
 
 __all__ = ["ArrowColumns", "ArrowRecordsBuilder"]
 
@@ -75,18 +75,6 @@ cdef class ArrowColumns:
     @property
     def num_rows(self) -> int:
         return self.c.num_rows
-
-
-cdef inline Py_ssize_t _blob_size(Py_ssize_t n) noexcept nogil:
-    return 1 if n < 0 else varlong_size(n) + n
-
-
-cdef inline uint8_t* _write_blob(uint8_t* w, const uint8_t* p, Py_ssize_t n) noexcept nogil:
-    w += write_varlong(w, n)
-    if n > 0:
-        memcpy(w, p, n)
-        w += n
-    return w
 
 
 # Status of the sizing pass (it runs without the GIL; the caller raises).
@@ -209,8 +197,8 @@ cdef Py_ssize_t _record_body(const Cols* c, int64_t row, int64_t ts_delta, int64
         status[0] = BAD_ROW
         return 0
     body = 1 + varlong_size(ts_delta) + varlong_size(delta)
-    body += _blob_size(column_value(&c.key, row, &p) if c.has_key else -1)
-    body += _blob_size(column_value(&c.value, row, &p))
+    body += blob_size(column_value(&c.key, row, &p) if c.has_key else -1)
+    body += blob_size(column_value(&c.value, row, &p))
     if c.has_headers and column_valid(&c.hlist, row):
         body += varlong_size(c.hlist.offsets[row + 1] - c.hlist.offsets[row])
         for e in range(c.hlist.offsets[row], c.hlist.offsets[row + 1]):
@@ -218,7 +206,7 @@ cdef Py_ssize_t _record_body(const Cols* c, int64_t row, int64_t ts_delta, int64
             if n < 0:
                 status[0] = NULL_HEADER_KEY
                 return 0
-            body += _blob_size(n) + _blob_size(column_value(&c.hvalue, e, &p))
+            body += blob_size(n) + blob_size(column_value(&c.hvalue, e, &p))
     else:
         body += 1
     if body > 0x7FFFFFFF:
@@ -239,18 +227,18 @@ cdef uint8_t* _write_record(uint8_t* w, const Cols* c, int64_t row, int64_t ts_d
     w += write_varlong(w, delta)
     if c.has_key:
         n = column_value(&c.key, row, &p)
-        w = _write_blob(w, p, n)
+        w = write_blob(w, p, n)
     else:
-        w = _write_blob(w, NULL, -1)
+        w = write_blob(w, NULL, -1)
     n = column_value(&c.value, row, &p)
-    w = _write_blob(w, p, n)
+    w = write_blob(w, p, n)
     if c.has_headers and column_valid(&c.hlist, row):
         w += write_varlong(w, c.hlist.offsets[row + 1] - c.hlist.offsets[row])
         for e in range(c.hlist.offsets[row], c.hlist.offsets[row + 1]):
             n = column_value(&c.hkey, e, &p)
-            w = _write_blob(w, p, n)
+            w = write_blob(w, p, n)
             n = column_value(&c.hvalue, e, &p)
-            w = _write_blob(w, p, n)
+            w = write_blob(w, p, n)
     else:
         w += write_varlong(w, 0)
     return w

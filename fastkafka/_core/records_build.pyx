@@ -16,12 +16,12 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
 from fastkafka._core.crc32c cimport crc32c_update
 from fastkafka._core.records_layout cimport *
 from fastkafka._core.records_read cimport Record
-from fastkafka._core.varint cimport varlong_size, write_varlong
+from fastkafka._core.varint cimport blob_size, varlong_size, write_blob, write_varlong
 
 
 cdef struct Blob:
@@ -68,18 +68,6 @@ cdef inline int _header_key(object key, Blob* out) except -1:
     else:
         raise TypeError(f"header keys must be str, not {type(key).__name__}")
     return 0
-
-
-cdef inline Py_ssize_t _blob_size(Blob* b) noexcept:
-    return 1 if b.size < 0 else varlong_size(b.size) + b.size
-
-
-cdef inline Py_ssize_t _write_blob(unsigned char* out, Blob* b) noexcept:
-    cdef Py_ssize_t n = write_varlong(out, b.size)
-    if b.size > 0:
-        memcpy(out + n, b.data, b.size)
-        n += b.size
-    return n
 
 
 cdef class _Output:
@@ -182,13 +170,13 @@ def encode_records(records, int64_t default_timestamp, base_timestamp=None, *,
         elif type(headers) is not tuple:
             headers = tuple(headers)
         nh = len(headers)
-        body = (1 + varlong_size(ts - base_ts) + varlong_size(delta) + _blob_size(&key)
-                + _blob_size(&value) + varlong_size(nh))
+        body = (1 + varlong_size(ts - base_ts) + varlong_size(delta) + blob_size(key.size)
+                + blob_size(value.size) + varlong_size(nh))
         for i in range(nh):
             hk, hv = headers[i]
             _header_key(hk, &hkey)
             _blob(hv, &hval, keep)
-            body += varlong_size(hkey.size) + hkey.size + _blob_size(&hval)
+            body += varlong_size(hkey.size) + hkey.size + blob_size(hval.size)
         if body > 0x7FFFFFFF:
             raise OverflowError("record larger than 2 GiB")
         w = out.room(varlong_size(body) + body)
@@ -197,15 +185,15 @@ def encode_records(records, int64_t default_timestamp, base_timestamp=None, *,
         w += 1
         w += write_varlong(w, ts - base_ts)
         w += write_varlong(w, delta)
-        w += _write_blob(w, &key)
-        w += _write_blob(w, &value)
+        w = write_blob(w, key.data, key.size)
+        w = write_blob(w, value.data, value.size)
         w += write_varlong(w, nh)
         for i in range(nh):
             hk, hv = headers[i]
             _header_key(hk, &hkey)
             _blob(hv, &hval, keep)
-            w += _write_blob(w, &hkey)
-            w += _write_blob(w, &hval)
+            w = write_blob(w, hkey.data, hkey.size)
+            w = write_blob(w, hval.data, hval.size)
         out.used = w - out.ptr
         count += 1
         if len(keep) > 64:

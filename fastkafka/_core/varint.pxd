@@ -9,6 +9,7 @@
 #   VARINT_TRUNCATED  the buffer ends inside the varint
 #   VARINT_OVERLONG   more bytes than the type allows (or bits beyond the type in the last byte)
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.string cimport memcpy
 
 cdef enum:
     VARINT_TRUNCATED = -1
@@ -46,6 +47,20 @@ cdef inline int write_uvarint(unsigned char* out, uint64_t u) noexcept nogil:
 
 cdef inline int write_varlong(unsigned char* out, int64_t v) noexcept nogil:
     return write_uvarint(out, zigzag64(v))
+
+
+# A record's key, value or header field: zigzag varlong length (-1 = null), then the bytes.
+cdef inline Py_ssize_t blob_size(Py_ssize_t n) noexcept nogil:
+    return 1 if n < 0 else varlong_size(n) + n
+
+
+cdef inline unsigned char* write_blob(unsigned char* w, const void* p, Py_ssize_t n) noexcept nogil:
+    """Write the field (length ``n``, -1 for null) at ``w``; returns the end."""
+    w += write_varlong(w, n)
+    if n > 0:
+        memcpy(w, p, n)
+        w += n
+    return w
 
 
 cdef inline Py_ssize_t read_uvarint(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
