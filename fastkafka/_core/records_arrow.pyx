@@ -16,12 +16,11 @@
 # Each append is two passes without the GIL: size the rows that fit ``max_bytes``, grow the
 # buffer once, write. Every offset was bounds-checked when the columns were taken, so the write
 # pass has no checks left to make.
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_Resize
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from libc.string cimport memset
 
 from fastkafka._core.arrow_layout cimport (BinaryColumn, column_valid, column_value,
                                            fill_binary_column)
+from fastkafka._core.records_build cimport RecordsOutput
 from fastkafka._core.records_layout cimport RECORDS_OFFSET
 from fastkafka._core.varint cimport blob_size, varlong_size, write_blob, write_varlong
 
@@ -103,8 +102,8 @@ cdef class ArrowRecordsBuilder:
         >>> bytes(buf[:10]), n, last, base_ts, max_ts
         (b'\\x10\\x00\\x00\\x00\\x01\\x04yy\\x00\\x0e', 2, 1, 7, 7)
     """
-    cdef bytearray buf
-    cdef Py_ssize_t used, cap, reserve
+    cdef RecordsOutput out
+    cdef Py_ssize_t reserve
     cdef readonly int32_t count
     cdef int64_t base_ts, max_ts
 
@@ -112,16 +111,13 @@ cdef class ArrowRecordsBuilder:
         if reserve < 0:
             raise ValueError("reserve must be >= 0")
         self.reserve = reserve
-        self.cap = reserve + (hint if hint > 256 else 256)
-        self.buf = PyByteArray_FromStringAndSize(NULL, self.cap)
-        memset(PyByteArray_AS_STRING(self.buf), 0, reserve)
-        self.used = reserve
+        self.out = RecordsOutput(reserve, hint)
         self.count = 0
 
     @property
     def size(self) -> int:
         """Bytes of record stream so far (without the reserve)."""
-        return self.used - self.reserve
+        return self.out.used - self.reserve
 
     def append(self, ArrowColumns cols, const int64_t[::1] rows, Py_ssize_t start,
                Py_ssize_t stop, int64_t timestamp, Py_ssize_t max_bytes) -> int:
@@ -156,35 +152,21 @@ cdef class ArrowRecordsBuilder:
             raise ValueError(f"header key is null in row {rows[k]}; Kafka header keys are strings")
         if status == TOO_LARGE:
             raise OverflowError("record larger than 2 GiB")
-        self._grow(total)
-        cdef uint8_t* w = <uint8_t*>PyByteArray_AS_STRING(self.buf) + self.used
+        cdef uint8_t* w = self.out.room(total)
         with nogil:
             for k in range(start, end):
                 w = _write_record(w, &cols.c, rows[k], ts_delta, count + (k - start))
-        self.used += total
+        self.out.used += total
         self.count = count + <int32_t>(end - start)
         return end
-
-    cdef int _grow(self, Py_ssize_t n) except -1:
-        cdef Py_ssize_t want
-        if self.used + n <= self.cap:
-            return 0
-        want = self.cap * 2
-        if want < self.used + n:
-            want = self.used + n
-        PyByteArray_Resize(self.buf, want)
-        self.cap = want
-        return 0
 
     def finish(self):
         """``(buf, record_count, last_offset_delta, base_timestamp, max_timestamp)`` like
         ``records_build.encode_records``; the builder is empty afterwards."""
-        PyByteArray_Resize(self.buf, self.used)
-        out = (self.buf, self.count, self.count - 1 if self.count else -1,
+        out = (self.out.finish(), self.count, self.count - 1 if self.count else -1,
                self.base_ts if self.count else -1, self.max_ts if self.count else -1)
-        self.buf = PyByteArray_FromStringAndSize(NULL, self.reserve + 256)
-        memset(PyByteArray_AS_STRING(self.buf), 0, self.reserve)
-        self.cap, self.used, self.count = self.reserve + 256, self.reserve, 0
+        self.out = RecordsOutput(self.reserve, 0)
+        self.count = 0
         return out
 
 

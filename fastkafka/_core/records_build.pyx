@@ -16,6 +16,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
+cimport cython
 from libc.string cimport memset
 
 from fastkafka._core.crc32c cimport crc32c_update
@@ -70,13 +71,8 @@ cdef inline int _header_key(object key, Blob* out) except -1:
     return 0
 
 
-cdef class _Output:
-    """A bytearray grown geometrically; ``ptr`` is refreshed after every resize."""
-    cdef bytearray buf
-    cdef Py_ssize_t used
-    cdef Py_ssize_t cap
-    cdef unsigned char* ptr
-
+@cython.final
+cdef class RecordsOutput:
     def __cinit__(self, Py_ssize_t reserve, Py_ssize_t hint):
         self.cap = reserve + (hint if hint > 256 else 256)
         self.buf = PyByteArray_FromStringAndSize(NULL, self.cap)
@@ -84,7 +80,7 @@ cdef class _Output:
         memset(self.ptr, 0, reserve)
         self.used = reserve
 
-    cdef inline unsigned char* room(self, Py_ssize_t n) except NULL:
+    cdef unsigned char* room(self, Py_ssize_t n) except NULL:
         cdef Py_ssize_t want
         if self.used + n > self.cap:
             want = self.cap * 2
@@ -124,7 +120,7 @@ def encode_records(records, int64_t default_timestamp, base_timestamp=None, *,
         hint = len(records) * 64
     except TypeError:
         pass
-    cdef _Output out = _Output(reserve, hint)
+    cdef RecordsOutput out = RecordsOutput(reserve, hint)
     cdef Blob key, value, hkey, hval
     cdef int64_t ts, base_ts = 0, max_ts = -1
     cdef bint have_base = base_timestamp is not None
