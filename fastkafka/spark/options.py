@@ -33,6 +33,7 @@ __all__ = ["KafkaOptionError", "OffsetSpec", "SourceOptions", "SinkOptions", "EA
 EARLIEST = -2
 LATEST = -1
 STRATEGIES = ("subscribe", "subscribePattern", "assign")
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000   # Spark's maxTriggerDelay default, 15m
 _OFFSETS_EXAMPLE = 'Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got '
 _TIMESTAMPS_EXAMPLE = ('Expected e.g. {"topicA": {"0": 123456789, "1": 123456789}, '
                        '"topicB": {"0": 123456789, "1": 123456789}}, got ')
@@ -84,7 +85,7 @@ class SourceOptions:
     # Streaming: hold a micro-batch back until this many new offsets exist, or until
     # max_trigger_delay_ms passed since the last one (Spark's default 15m).
     min_offsets_per_trigger: int | None = None
-    max_trigger_delay_ms: int = 15 * 60 * 1000
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
@@ -339,7 +340,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     if min_per_trigger is not None and min_per_trigger <= 0:
         raise KafkaOptionError("minOffsetsPerTrigger must be positive")
     max_delay = opts.get("maxtriggerdelay")
-    max_delay_ms = 15 * 60 * 1000 if max_delay is None else time_string_as_ms(max_delay)
+    max_delay_ms = DEFAULT_MAX_TRIGGER_DELAY_MS if max_delay is None else time_string_as_ms(max_delay)
     ts_strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if ts_strategy not in ("error", "latest"):
         raise KafkaOptionError(f"startingOffsetsByTimestampStrategy must be 'error' or 'latest', "
