@@ -59,6 +59,16 @@ def _child(mode, marker, master, argv, log):
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def _topic_and_load_args(broker, topic_name, tmp_path, records, per_trigger):
+    """A 2-partition topic of ``records`` values "0".."n-1", and `fastkafka load` args that
+    copy it to tmp_path/w ``per_trigger`` offsets per micro-batch."""
+    create_topic(broker, topic_name, partitions=2)
+    produce(broker, topic_name, [{"value": b"%d" % i, "partition": i % 2} for i in range(records)])
+    out = tmp_path / "w"
+    return out, ["--bootstrap-server", broker.bootstrap, "--topic", topic_name,
+                 "--output", str(out), "--cast-strings", "--max-offsets-per-trigger", str(per_trigger)]
+
+
 def _exactly_once(spark, out, n):
     rows = spark.read.parquet(str(out)).select("value", "partition", "offset").collect()
     assert sorted(int(r.value) for r in rows) == list(range(n))
@@ -66,11 +76,8 @@ def _exactly_once(spark, out, n):
 
 
 def test_failed_task_is_redone_without_duplicates(spark, broker, topic_name, tmp_path):
-    create_topic(broker, topic_name, partitions=2)
-    produce(broker, topic_name, [{"value": b"%d" % i, "partition": i % 2} for i in range(120)])
-    out, marker, log = tmp_path / "w", tmp_path / "failed", tmp_path / "child.log"
-    argv = ["--bootstrap-server", broker.bootstrap, "--topic", topic_name, "--output", str(out),
-            "--cast-strings", "--max-offsets-per-trigger", "80"]
+    out, argv = _topic_and_load_args(broker, topic_name, tmp_path, 120, 80)
+    marker, log = tmp_path / "failed", tmp_path / "child.log"
     with open(log, "wb") as f:
         child = _child("fail-first-attempt", marker, "local[2,4]", argv, f)
         assert child.wait(200) == 0, log.read_text()[-4000:]
@@ -84,11 +91,8 @@ def test_failed_task_is_redone_without_duplicates(spark, broker, topic_name, tmp
 
 def test_load_killed_mid_batch_then_rerun_is_exactly_once(spark, broker, topic_name, tmp_path,
                                                           capsys):
-    create_topic(broker, topic_name, partitions=2)
-    produce(broker, topic_name, [{"value": b"%d" % i, "partition": i % 2} for i in range(150)])
-    out, marker, log = tmp_path / "w", tmp_path / "stalled", tmp_path / "child.log"
-    argv = ["--bootstrap-server", broker.bootstrap, "--topic", topic_name, "--output", str(out),
-            "--cast-strings", "--max-offsets-per-trigger", "50"]
+    out, argv = _topic_and_load_args(broker, topic_name, tmp_path, 150, 50)
+    marker, log = tmp_path / "stalled", tmp_path / "child.log"
     with open(log, "wb") as f:
         child = _child("stall", marker, "local[2]", argv, f)
         try:
