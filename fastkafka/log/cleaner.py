@@ -130,25 +130,25 @@ class LogCleaner:
         first_dirty = self.first_dirty_offset(log)
         dirty = [s for i, s in enumerate(cleanable)
                  if i + 1 == len(cleanable) or cleanable[i + 1].base_offset > first_dirty]
-        dirty = [s for s in dirty if _segment_end(cleanable, s, log) > first_dirty]
+        dirty = [s for s in dirty if _segment_end(s, log) > first_dirty]
         total = sum(s.size for s in cleanable)
         if not dirty or (not force and total and
                          sum(s.size for s in dirty) / total < cfg.min_cleanable_dirty_ratio):
             return False
-        last_batches = _last_batch_offsets(log)   # before the map: appends only make it later
-        key_map, map_end = self._build_map(dirty, cleanable, log)
+        last_batches = log.producer_last_offsets()   # before the map: appends only make it later
+        key_map, map_end = self._build_map(dirty, log)
         if not key_map:
             return False
         horizon = now - cfg.delete_retention_ms
         below = [s for s in cleanable if s.base_offset < map_end]
-        ends = [s.base_offset for s in below[1:]] + [_segment_end(cleanable, below[-1], log)]
+        ends = [s.base_offset for s in below[1:]] + [_segment_end(below[-1], log)]
         infos = [segment_info(s, e) for s, e in zip(below, ends)]
         for group in group_segments(infos, cfg.segment_bytes, cfg.segment_index_bytes):
             self._clean_group(log, [below[i] for i in group], key_map, horizon, last_batches)
         self._set_first_dirty_offset(log, map_end)
         return True
 
-    def _build_map(self, dirty: list[LogSegment], cleanable: list[LogSegment], log) -> tuple[dict, int]:
+    def _build_map(self, dirty: list[LogSegment], log) -> tuple[dict, int]:
         key_map: dict[bytes, int] = {}
         end = dirty[0].base_offset
         for seg in dirty:
@@ -159,7 +159,7 @@ class LogCleaner:
             if key_map and len(key_map.keys() | seg_keys.keys()) > self.max_map_entries:
                 break        # the map is full at a segment boundary: the rest waits for the next pass
             key_map.update(seg_keys)
-            end = _segment_end(cleanable, seg, log)
+            end = _segment_end(seg, log)
         return key_map, end
 
     def _clean_group(self, log, group: list[LogSegment], key_map: dict, horizon: int,
@@ -185,14 +185,6 @@ class LogCleaner:
         new = replace_group(log, group, path)
         if new is not None:
             new.offset_index()        # rebuild the indexes now rather than in a reader's fetch
-
-
-def _last_batch_offsets(log) -> dict[int, int]:
-    """Producer id -> last offset of its last batch in the whole log (the producer state knows
-    it: it sees every append, and recovery rebuilds it from snapshots and the log)."""
-    with log._lock:
-        return {pid: e.batches[-1].last_offset
-                for pid, e in log.producer_state.producers.items() if e.batches}
 
 
 def _clean_segment(seg: LogSegment, key_map: dict, drop_tombstones: bool,
@@ -244,7 +236,7 @@ def _empty_batch(h) -> bytearray:
                         base_sequence=h.base_sequence)
 
 
-def _segment_end(cleanable: list[LogSegment], seg: LogSegment, log) -> int:
+def _segment_end(seg: LogSegment, log) -> int:
     """First offset after ``seg``: the next segment's base offset."""
     segs = log.segments
     i = segs.index(seg) if seg in segs else -1

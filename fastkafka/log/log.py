@@ -425,6 +425,12 @@ class Log:
                     start = i
         return [entries[i][0] for i in range(start, -1, -1)][:max_num]
 
+    def producer_last_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its newest batch in the whole log (the producer state
+        sees every append; recovery rebuilds it from snapshots and the log)."""
+        with self._lock:
+            return self.producer_state.last_offsets()
+
     def remove_expired_producers(self, now: int, expiration_ms: int) -> int:
         """Forget producers whose newest batch is ``producer.id.expiration.ms`` old (Kafka
         judges by the batch's max timestamp); returns how many."""

@@ -184,6 +184,11 @@ class ProducerStateManager:
         entry.add(BatchMetadata(first, _last_seq(first, last_offset_delta), first_offset,
                                 last_offset, ts))
 
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its newest batch (the cleaner keeps that batch even when
+        compaction empties it: the producer's sequence and epoch live on in it)."""
+        return {pid: e.batches[-1].last_offset for pid, e in self.producers.items() if e.batches}
+
     # --- housekeeping ---
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers silent for ``producer.id.expiration.ms``; returns how many."""
