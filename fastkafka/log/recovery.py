@@ -1,7 +1,11 @@
 """Loading a partition directory at startup, and crash recovery.
 
-After a clean shutdown (marker present) segments are trusted and opened lazily. Otherwise every
-segment from the one holding the recovery point on is revalidated batch by batch (size within
+On every open the active segment's tail -- from its last offset-index entry to the end of the
+file -- is revalidated and truncated at the first invalid byte: a clean-shutdown marker does not
+stop anyone from damaging a file while the broker is down, and an unchecked tail would be served
+to consumers or hide the log end. After a clean shutdown (marker present) the older segments are
+trusted and opened lazily. Otherwise every segment from the one holding the recovery point on is
+revalidated batch by batch (size within
 the file, CRC-32C) and truncated at the first invalid byte — a torn write, garbage appended, or a
 zero-filled tail — segments after a truncated one are deleted, and indexes are rebuilt. Nothing
 before the first invalid byte is lost. Leftovers of interrupted deletes (``.deleted``) and
@@ -71,6 +75,13 @@ def _tidy(dir: str) -> list[int]:
     return sorted(bases)
 
 
+def _dropped(seg: LogSegment, lost: int) -> int:
+    if lost:
+        log.warning("%s: truncated %d invalid bytes at position %d (next offset %d)",
+                    seg.log_path, lost, seg.size, seg.next_offset())
+    return lost
+
+
 def load_segments(dir: str, config: LogConfig, files: FileCache, *, recovery_point: int,
                   clean_shutdown: bool, now_ms: int) -> Loaded:
     """Open (and if needed recover) the segments of one partition directory. Startup only."""
@@ -80,17 +91,17 @@ def load_segments(dir: str, config: LogConfig, files: FileCache, *, recovery_poi
     segs = [LogSegment(dir, b, config, files, active=(i == len(bases) - 1), created_ms=now_ms)
             for i, b in enumerate(bases)]
     dropped = 0
-    if not clean_shutdown:
+    if clean_shutdown:
+        dropped = _dropped(segs[-1], segs[-1].recover_tail())
+    else:
         first = 0
         for i, s in enumerate(segs):
             if s.base_offset <= recovery_point:
                 first = i
         for i in range(first, len(segs)):
             seg = segs[i]
-            lost = seg.recover()
-            if lost:
-                log.warning("%s: truncated %d invalid bytes at position %d", seg.log_path, lost, seg.size)
-                dropped += lost
+            lost = _dropped(seg, seg.recover())
+            dropped += lost
             if lost and i + 1 < len(segs):
                 for later in segs[i + 1:]:
                     dropped += later.size

@@ -23,6 +23,16 @@ def reopen_unclean(make_log, **cfg):
     return make_log(clean_shutdown=False, recovery_point=0, **cfg)
 
 
+def reopen(make_log, shutdown, **cfg):
+    """After a clean shutdown the recovery point is the log end: only the active tail is checked."""
+    if shutdown == "unclean":
+        return reopen_unclean(make_log, **cfg)
+    return make_log(clean_shutdown=True, recovery_point=1 << 40, **cfg)
+
+
+SHUTDOWNS = pytest.mark.parametrize("shutdown", ["clean", "unclean"])
+
+
 def check_prefix(log, next_offset):
     assert log.log_end_offset == next_offset
     got = []
@@ -35,14 +45,15 @@ def check_prefix(log, next_offset):
     assert log.read(next_offset, 1 << 20).length > 0
 
 
-def test_truncate_at_every_byte_of_the_last_batch(make_log, tmp_path):
+@SHUTDOWNS
+def test_truncate_at_every_byte_of_the_last_batch(make_log, tmp_path, shutdown):
     ends = fill(make_log)
     path = tmp_path / "t-0" / "00000000000000000000.log"
     data = path.read_bytes()
     (prev_next, prev_size), (last_next, last_size) = ends[-2], ends[-1]
     for cut in range(prev_size, last_size + 1):
         path.write_bytes(data[:cut])
-        log = reopen_unclean(make_log)
+        log = reopen(make_log, shutdown)
         expected = last_next if cut == last_size else prev_next
         assert log.log_end_offset == expected, cut
         assert log.active_segment.size == (last_size if cut == last_size else prev_size)
@@ -50,8 +61,9 @@ def test_truncate_at_every_byte_of_the_last_batch(make_log, tmp_path):
     path.write_bytes(data)
 
 
+@SHUTDOWNS
 @pytest.mark.parametrize("tail", ["random", "zeros", "flip"])
-def test_garbage_zero_filled_and_flipped_tails(make_log, tmp_path, tail):
+def test_garbage_zero_filled_and_flipped_tails(make_log, tmp_path, tail, shutdown):
     ends = fill(make_log)
     path = tmp_path / "t-0" / "00000000000000000000.log"
     data = bytearray(path.read_bytes())
@@ -66,7 +78,7 @@ def test_garbage_zero_filled_and_flipped_tails(make_log, tmp_path, tail):
         data[ends[-2][1] + 70] ^= 0x10  # inside the last batch's records: CRC mismatch
         expected = ends[-2][0]
     path.write_bytes(bytes(data))
-    log = reopen_unclean(make_log)
+    log = reopen(make_log, shutdown)
     assert log.recovered_bytes_dropped == len(data) - log.active_segment.size
     check_prefix(log, expected)
 
@@ -116,3 +128,34 @@ def test_leftover_files_of_interrupted_operations_are_tidied(make_log, tmp_path)
     assert sorted(os.listdir(d)) == ["00000000000000000000.index", "00000000000000000000.log",
                                      "00000000000000000000.timeindex"]
     check_prefix(log, 18)
+
+
+@pytest.mark.parametrize("damage", ["torn", "garbage", "flip_indexed", "index_past_end"])
+def test_clean_start_checks_the_tail_from_the_last_index_entry(make_log, tmp_path, damage):
+    """With index entries, a clean start walks from the last one; damage at the indexed batch
+    itself (or an index pointing past the file) falls back to recovering the whole segment."""
+    ends = fill(make_log, n_batches=40, index_interval_bytes=300)
+    d = tmp_path / "t-0"
+    path = d / "00000000000000000000.log"
+    data = bytearray(path.read_bytes())
+    log = make_log(index_interval_bytes=300)
+    last_entry = log.active_segment.offset_index().lookup(1 << 62)
+    log.close()
+    assert last_entry[1] > 0
+    at = [i for i, (nxt, _) in enumerate(ends) if nxt - 1 == last_entry[0]][0]   # the indexed batch
+    if damage == "torn":
+        data = data[:-37]
+        expected = ends[-2][0]
+    elif damage == "garbage":
+        data += bytes(random.Random(3).randrange(256) for _ in range(3000))
+        expected = ends[-1][0]
+    elif damage == "flip_indexed":
+        data[last_entry[1] + 70] ^= 0x01
+        expected = ends[at - 1][0]
+    else:
+        data = data[:last_entry[1] - 1]            # the file ends before the indexed batch
+        expected = ends[at - 2][0]
+    path.write_bytes(bytes(data))
+    log = reopen(make_log, "clean", index_interval_bytes=300)
+    assert log.recovered_bytes_dropped == len(data) - log.active_segment.size > 0
+    check_prefix(log, expected)
