@@ -15,6 +15,11 @@ Sections:
             lookups/s (target >= 500k/s); the limit is a loop of 61-byte os.pread calls (one batch header).
   recovery  unclean reopen of a 512 MiB log of 16 KiB batches (revalidate every CRC, rebuild
             indexes): GB/s (target >= 1 GB/s) vs the crc32c package over the same bytes.
+  start     clean start (marker present) of a broker's 1,000 partitions, 256 KiB of 16 KiB batches
+            each, by LogManager: with the active segments' tail check (last index entry to the end,
+            CRC-32C) vs the same start with the check switched off in this process -- what a clean
+            start cost before it was added. Alternating rounds after a warm-up, medians. Target:
+            within 1.5x.
   flush     throughput with flush.messages M = 1, 10, 100, 1000 and flush.ms S = 1, 10, 100 vs no
             flush policy, 10-record batches of 1 KiB records; plotted to bench/flush_policy.png.
             (fdatasync is nearly free on this VM: DESIGN §9 — the ratios say what the policy's
@@ -33,6 +38,8 @@ import crc32c as crc32c_pkg  # noqa: E402
 
 from fastkafka.config import LogConfig  # noqa: E402
 from fastkafka.log import Log  # noqa: E402
+from fastkafka.log.manager import LogManager  # noqa: E402
+from fastkafka.log.segment import LogSegment  # noqa: E402
 from fastkafka.records import build_batch  # noqa: E402
 
 try:   # trees from before the append helper's counters (for old/new comparisons)
@@ -201,6 +208,39 @@ def bench_recovery(total: int = 512 << 20) -> list[str]:
             f"{best_rate / crc_rate:.2f}x | >= 1 GB/s |"]
 
 
+# --- clean start ---
+def timed_start(d: str, n_partitions: int) -> float:
+    t0 = time.perf_counter()
+    mgr = LogManager({"log.dirs": d}, start_scheduler=False)
+    dt = time.perf_counter() - t0
+    assert len(mgr.logs()) == n_partitions
+    mgr.shutdown()
+    return dt
+
+
+def bench_start(n_partitions: int = 1000, per_partition: int = 256 << 10, rounds: int = 7) -> list[str]:
+    d = fresh_dir("start")
+    mgr = LogManager({"log.dirs": d}, start_scheduler=False)
+    buf = make_batch(16, 1000)
+    for p in range(n_partitions):
+        lg = mgr.get_or_create_log("t", p)
+        while lg.size < per_partition:
+            lg.append(buf)
+    mgr.shutdown()
+    checked = LogSegment.recover_tail
+    times = {"checked": [], "unchecked": []}
+    timed_start(d, n_partitions)                     # warm the page cache
+    for _ in range(rounds):
+        for name in times:
+            LogSegment.recover_tail = checked if name == "checked" else (lambda self: 0)
+            times[name].append(timed_start(d, n_partitions))
+    LogSegment.recover_tail = checked
+    shutil.rmtree(d)
+    on, off = sorted(times["checked"])[rounds // 2], sorted(times["unchecked"])[rounds // 2]
+    return [f"| clean start of {n_partitions} partitions ({per_partition >> 10} KiB each), tail checked | "
+            f"{on * 1e3:.0f} ms | unchecked {off * 1e3:.0f} ms | {on / off:.2f}x | <= 1.5x |"]
+
+
 # --- flush policy ---
 def run_policy(buf: bytearray, total: int, **cfg) -> tuple[float, int]:
     d = fresh_dir("flush-0")
@@ -248,7 +288,7 @@ def bench_flush(total: int = 256 << 20, rounds: int = 3) -> list[str]:
     return rows
 
 
-SECTIONS = {"append": bench_append, "lookup": bench_lookup, "recovery": bench_recovery, "flush": bench_flush}
+SECTIONS = {"append": bench_append, "lookup": bench_lookup, "recovery": bench_recovery, "start": bench_start, "flush": bench_flush}
 
 
 def main(argv: list[str]) -> None:
