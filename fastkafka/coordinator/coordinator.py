@@ -195,10 +195,10 @@ class GroupCoordinator:
             return self._add_member(group, member_id, instance_id, client_id, client_host,
                                     session_timeout_ms, rebalance_timeout_ms, protocol_type,
                                     protocols, callback, now)
+        if group.is_static_member_fenced(instance_id, member_id):
+            return fail(E.FencedInstanceIdError.code)
         if not group.has(member_id):
             return fail(E.UnknownMemberIdError.code)
-        if instance_id is not None and group.static_member_id(instance_id) != member_id:
-            return fail(E.FencedInstanceIdError.code)
         member = group.get(member_id)
         if group.is_(PREPARING_REBALANCE):
             self._update_member(group, member, protocols, session_timeout_ms,
@@ -394,10 +394,12 @@ class GroupCoordinator:
                       generation_id: int) -> int:
         """The checks SyncGroup and Heartbeat share, in Kafka's order."""
         group = self.manager.get(group_id)
-        if group is None or group.is_(DEAD) or not group.has(member_id):
+        if group is None or group.is_(DEAD):
             return E.UnknownMemberIdError.code
-        if instance_id is not None and group.static_member_id(instance_id) != member_id:
+        if group.is_static_member_fenced(instance_id, member_id):
             return E.FencedInstanceIdError.code
+        if not group.has(member_id):
+            return E.UnknownMemberIdError.code
         if group.is_(EMPTY):
             return E.UnknownMemberIdError.code
         if generation_id != group.generation_id:
@@ -484,7 +486,7 @@ class GroupCoordinator:
                 if generation_id < 0:
                     return self.manager.store_offsets(self.manager.get_or_create(group_id), offsets)
                 code = E.IllegalGenerationError.code
-            elif instance_id is not None and group.static_member_id(instance_id) != member_id:
+            elif group.is_static_member_fenced(instance_id, member_id):
                 code = E.FencedInstanceIdError.code
             elif generation_id < 0 and group.is_(EMPTY):
                 return self.manager.store_offsets(group, offsets)

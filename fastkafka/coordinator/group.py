@@ -179,6 +179,14 @@ class GroupMetadata:
     def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
 
+    def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
+        """``instance_id`` belongs to another member now: the caller was replaced by a newer
+        process with the same ``group.instance.id`` (KIP-345). Checked before member existence,
+        as Kafka does, so the replaced member gets the fatal FENCED_INSTANCE_ID instead of
+        UNKNOWN_MEMBER_ID, which would make it rejoin and own the same partitions twice."""
+        owner = self.static_member_id(instance_id)
+        return owner is not None and owner != member_id
+
     def all_members_joined(self) -> bool:
         return not self.pending_members and all(m.awaiting_join for m in self.members.values())
 

@@ -202,6 +202,32 @@ def test_sigkilled_member_loses_partitions_after_session_timeout(broker):
         a.close()
 
 
+def test_replaced_static_member_is_fenced(broker):
+    """A second process with the same group.instance.id takes the member's place; the first
+    must get the fatal FENCED_INSTANCE_ID (KIP-345), not UNKNOWN_MEMBER_ID and a silent rejoin
+    that would leave two processes owning the same partitions."""
+    from confluent_kafka import KafkaError
+    create(broker, "fence", 2)
+    a = confluent_consumer(broker, "fg", **{"group.instance.id": "inst-f"})
+    a.subscribe(["fence"])
+    wait_assignment([a], lambda s: len(s[0]) == 2)
+    b = confluent_consumer(broker, "fg", **{"group.instance.id": "inst-f"})
+    b.subscribe(["fence"])
+    wait_assignment([b], lambda s: len(s[0]) == 2)
+    fatal = None
+    deadline = time.monotonic() + 20
+    try:
+        while fatal is None and time.monotonic() < deadline:
+            m = a.poll(0.2)
+            if m is not None and m.error() is not None and m.error().code() == KafkaError._FATAL:
+                fatal = m.error()
+            b.poll(0)
+    finally:
+        b.close()
+        a.close()
+    assert fatal is not None and "fenced by other consumer" in fatal.str(), fatal
+
+
 def test_static_member_restart_keeps_its_partitions_without_rebalance(broker):
     create(broker, "st", 4)
     a = confluent_consumer(broker, "stg", **{"group.instance.id": "inst-a", "session.timeout.ms": 10000})

@@ -206,8 +206,15 @@ def test_static_member_restart_keeps_assignment_without_rebalance():
     new = r[0].member_id
     assert r[0].error == 0 and new != old and r[0].generation_id == 1 and h.state() == STABLE
     assert h.sync(new, 1, instance="i-1")[0].assignment == b"mine"
-    assert h.gc.heartbeat("g", 1, old, "i-1") == E.UnknownMemberIdError.code
-    assert h.gc.heartbeat("g", 1, new, "i-2") == E.FencedInstanceIdError.code
+    # the replaced process is fenced (fatal), checked before member existence as in Kafka
+    assert h.gc.heartbeat("g", 1, old, "i-1") == E.FencedInstanceIdError.code
+    assert h.sync(old, 1, instance="i-1")[0].error == E.FencedInstanceIdError.code
+    assert h.join(member_id=old, instance="i-1")[0].error == E.FencedInstanceIdError.code
+    om = OffsetAndMetadata(1, "", h.now)
+    assert h.gc.commit_offsets("g", old, 1, {("t", 0): om}, "i-1") == {("t", 0): E.FencedInstanceIdError.code}
+    # an instance id nobody holds is not fenced: the member is just unknown
+    assert h.gc.heartbeat("g", 1, old, "i-2") == E.UnknownMemberIdError.code
+    assert h.gc.heartbeat("g", 1, new, "i-1") == 0
 
 
 def test_commit_and_fetch_offsets_with_generation_checks():
