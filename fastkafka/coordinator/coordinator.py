@@ -165,7 +165,7 @@ class GroupCoordinator:
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             return fail(E.InvalidSessionTimeoutError.code)
         now = self.clock()
-        group = self.manager.get(group_id)
+        group = self._group(group_id)
         names = [n for n, _ in protocols]
         if not member_id:
             if group is None:
@@ -361,7 +361,7 @@ class GroupCoordinator:
             group_id, member_id, instance_id, generation_id)
         if code:
             return self._respond(callback, SyncResult(code))
-        group = self.manager.get(group_id)
+        group = self._group(group_id)
         member = group.get(member_id)
         now = self.clock()
         if group.is_(PREPARING_REBALANCE):
@@ -393,7 +393,7 @@ class GroupCoordinator:
     def _check_member(self, group_id: str, member_id: str, instance_id: str | None,
                       generation_id: int) -> int:
         """The checks SyncGroup and Heartbeat share, in Kafka's order."""
-        group = self.manager.get(group_id)
+        group = self._group(group_id)
         if group is None or group.is_(DEAD):
             return E.UnknownMemberIdError.code
         if group.is_static_member_fenced(instance_id, member_id):
@@ -415,7 +415,7 @@ class GroupCoordinator:
     def _heartbeat(self, group_id, generation_id, member_id, instance_id):
         code = self._check_available(group_id) or self._check_member(
             group_id, member_id, instance_id, generation_id)
-        group = self.manager.get(group_id)
+        group = self._group(group_id)
         if code == E.IllegalGenerationError.code and group.is_(PREPARING_REBALANCE):
             code = E.RebalanceInProgressError.code
         if code and code != E.RebalanceInProgressError.code:
@@ -433,7 +433,7 @@ class GroupCoordinator:
         code = self._check_available(group_id)
         if code:
             return code
-        group = self.manager.get(group_id)
+        group = self._group(group_id)
         if group is None or group.is_(DEAD):
             return E.UnknownMemberIdError.code
         if member_id in group.pending_members:
@@ -452,23 +452,36 @@ class GroupCoordinator:
 
     def _tick(self, now: int) -> None:
         for group in list(self.manager.groups.values()):
-            for mid, deadline in list(group.pending_members.items()):
-                if deadline <= now:
-                    del group.pending_members[mid]
-            if group.is_(COMPLETING_REBALANCE) and group.rebalance_deadline is not None \
-                    and now >= group.rebalance_deadline:
-                # the leader never sent the assignment: drop whoever did not sync, start over
-                for m in [m for m in group.members.values() if m.awaiting_sync is None]:
-                    group.remove(m.member_id)
-                self._prepare_rebalance(group, now)
-            for m in list(group.members.values()):
-                if m.awaiting_join is None and m.awaiting_sync is None \
-                        and m.heartbeat_deadline <= now and group.has(m.member_id):
-                    self._remove_member(group, m, now)
-            self._maybe_complete_join(group, now)
+            self._expire(group, now)
         if now >= self._next_retention_check:
             self._next_retention_check = now + self.retention_check_interval_ms
             self.manager.expire_offsets(now)
+
+    def _expire(self, group, now: int) -> None:
+        """Everything of ``group`` whose deadline has passed by ``now``: pending member ids,
+        a rebalance the leader never completed, members whose session ran out."""
+        for mid, deadline in list(group.pending_members.items()):
+            if deadline <= now:
+                del group.pending_members[mid]
+        if group.is_(COMPLETING_REBALANCE) and group.rebalance_deadline is not None \
+                and now >= group.rebalance_deadline:
+            # the leader never sent the assignment: drop whoever did not sync, start over
+            for m in [m for m in group.members.values() if m.awaiting_sync is None]:
+                group.remove(m.member_id)
+            self._prepare_rebalance(group, now)
+        for m in list(group.members.values()):
+            if m.awaiting_join is None and m.awaiting_sync is None \
+                    and m.heartbeat_deadline <= now and group.has(m.member_id):
+                self._remove_member(group, m, now)
+        self._maybe_complete_join(group, now)
+
+    def _group(self, group_id: str):
+        """The group a request names, with its due deadlines applied first: each member expires
+        on its own deadline, as Kafka's delayed heartbeats do, not at the next tick."""
+        group = self.manager.get(group_id)
+        if group is not None:
+            self._expire(group, self.clock())
+        return group
 
     # --- offsets ---
     def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
@@ -481,7 +494,7 @@ class GroupCoordinator:
     def _commit(self, group_id, member_id, generation_id, offsets, instance_id):
         code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
         if not code:
-            group = self.manager.get(group_id)
+            group = self._group(group_id)
             if group is None or group.is_(DEAD):
                 if generation_id < 0:
                     return self.manager.store_offsets(self.manager.get_or_create(group_id), offsets)
@@ -527,7 +540,7 @@ class GroupCoordinator:
     def describe_group(self, group_id: str) -> GroupSummary:
         with self._lock:
             code = self._check_available(group_id)
-            group = self.manager.get(group_id)
+            group = self._group(group_id)
             if code or group is None:
                 return GroupSummary(code, group_id, DEAD, "", "", [])
             stable = group.is_(STABLE)
@@ -545,7 +558,7 @@ class GroupCoordinator:
         result = {}
         for gid in group_ids:
             code = self._check_available(gid) if gid else E.InvalidGroupIdError.code
-            group = self.manager.get(gid)
+            group = self._group(gid)
             if code:
                 result[gid] = code
             elif group is None or group.is_(DEAD):

@@ -316,7 +316,8 @@ def test_offsets_expire_after_retention_only_when_group_is_empty():
     h.gc.commit_offsets("s", "", -1, {("t", 0): OffsetAndMetadata(1, "", h.now)})
     h.gc.commit_offsets("s", "", -1, {("t", 1): OffsetAndMetadata(1, "", h.now, h.now + 5_000)})
     h.now += 5_000
-    h.gc.heartbeat("g", gen, leader)
+    for m in list(h.gc.manager.get("g").members):
+        h.gc.heartbeat("g", gen, m)
     h.gc.tick()
     assert set(h.gc.fetch_offsets("s", None)[1]) == {("t", 0)}    # explicit expiry passed
     for _ in range(12):                                             # members alive: kept
@@ -353,3 +354,15 @@ def test_describe_list_delete():
         "g": E.NonEmptyGroupError.code, "solo": 0, "nope": E.GroupIdNotFoundError.code}
     assert h.gc.fetch_offsets("solo", None)[1] == {}
     assert Harness(store=h.store).gc.manager.get("solo") is None
+
+
+def test_members_expire_on_their_own_deadline_not_the_next_tick():
+    """A request that looks at the group sees it as Kafka's delayed heartbeats would leave it:
+    members whose session ran out are gone, even if no coordinator tick ran since."""
+    h = Harness()
+    leader, follower, gen = stable_pair(h)
+    h.now += 10_000 - 1                                  # one ms before both deadlines, no tick
+    assert h.gc.delete_groups(["g"]) == {"g": E.NonEmptyGroupError.code}
+    h.now += 1
+    assert h.gc.describe_group("g").state == "Empty"
+    assert h.gc.delete_groups(["g"]) == {"g": 0}
