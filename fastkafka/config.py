@@ -20,6 +20,7 @@ Example::
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -156,6 +157,41 @@ def define(name: str, type: Callable[[Any], Any], default: Any, validator: Calla
     return key
 
 
+def define_topic(topic: str, type: Callable[[Any], Any], default: Any,
+                 validator: Callable[[Any], None] | None, doc: str) -> ConfigKey:
+    """Declare a topic-level property that has no broker-wide default in Kafka either."""
+    key = ConfigKey(topic, type, default, validator, doc, topic)
+    if topic in TOPIC_KEYS:
+        raise ValueError(f"topic configuration {topic} declared twice")
+    key.parse(default)
+    TOPIC_KEYS[topic] = key
+    return key
+
+
+def throttled_replicas(v: list[str]) -> None:
+    """Kafka's ThrottledReplicaListValidator: ``*`` or ``partition:broker`` pairs."""
+    if v == ["*"]:
+        return
+    for entry in v:
+        p, _, b = entry.partition(":")
+        if not (p.isdigit() and b.isdigit()):
+            raise ValueError("must be '*' or a list of partitionId:brokerId pairs")
+
+
+def kafka_version(v: str) -> None:
+    """A Kafka release or inter-broker protocol version such as 2.8 or 3.0-IV1."""
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?(-IV\d+)?", v):
+        raise ValueError("must be a Kafka version such as 3.0-IV1")
+
+
+def refused(reason: str) -> Callable[[Any], None]:
+    """A boolean feature this broker lacks: true is refused with Kafka's reason."""
+    def check(v: bool) -> None:
+        if v:
+            raise ValueError(reason)
+    return check
+
+
 # --- the log's properties (DESIGN §4); other layers add theirs with define() ---
 HOUR_MS = 3_600_000
 define("log.dirs", LIST, None, None, "Directories holding partition logs; log.dir is used when unset.")
@@ -212,6 +248,46 @@ define("num.recovery.threads.per.data.dir", INT, 1, at_least(1),
        "Threads per log dir that load and recover logs at startup.")
 define("log.max.open.files", INT, 1000, at_least(16), "fastkafka only: segment files kept open across "
        "all partitions (LRU); files are reopened on demand. Index mmaps do not hold descriptors.")
+
+# Kafka's other topic-level properties. Each is validated as Kafka validates it; NO_EFFECT_YET marks
+# those accepted and reported (DescribeConfigs, `fastkafka topics --help`) that change nothing yet.
+NO_EFFECT_YET = "Accepted and reported; no effect yet: "
+define("compression.type", STRING, "producer",
+       one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+       NO_EFFECT_YET + "batches are stored as the producer compressed them (producer).",
+       topic="compression.type")
+define("min.insync.replicas", INT, 1, at_least(1), NO_EFFECT_YET + "each partition has one replica "
+       "until replication lands.", topic="min.insync.replicas")
+define("unclean.leader.election.enable", BOOLEAN, False, None, NO_EFFECT_YET + "no replicas to elect "
+       "from until replication lands.", topic="unclean.leader.election.enable")
+define("log.message.downconversion.enable", BOOLEAN, True, None, NO_EFFECT_YET + "old Fetch versions "
+       "are always down-converted.", topic="message.downconversion.enable")
+define("log.message.format.version", STRING, "3.0-IV1", kafka_version, "Deprecated and ignored, as in "
+       "Kafka 3.x: batches are stored in the v2 format.", topic="message.format.version")
+define("log.cleaner.max.compaction.lag.ms", LONG, LONG_MAX, at_least(1), NO_EFFECT_YET + "the cleaner "
+       "picks logs by dirty ratio only.", topic="max.compaction.lag.ms")
+define("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, at_least(0), NO_EFFECT_YET +
+       "record timestamps are not bounded.", topic="message.timestamp.difference.max.ms")
+define("log.message.timestamp.before.max.ms", LONG, LONG_MAX, at_least(0), NO_EFFECT_YET +
+       "record timestamps are not bounded.", topic="message.timestamp.before.max.ms")
+define("log.message.timestamp.after.max.ms", LONG, LONG_MAX, at_least(0), NO_EFFECT_YET +
+       "record timestamps are not bounded.", topic="message.timestamp.after.max.ms")
+define("log.roll.jitter.ms", LONG, None, at_least(0), NO_EFFECT_YET + "segments roll at segment.ms "
+       "exactly; overrides log.roll.jitter.hours.", topic="segment.jitter.ms")
+define("log.roll.jitter.hours", INT, 0, at_least(0), NO_EFFECT_YET + "segments roll without jitter.")
+define("log.local.retention.ms", LONG, -2, at_least(-2), NO_EFFECT_YET + "no tiered storage.",
+       topic="local.retention.ms")
+define("log.local.retention.bytes", LONG, -2, at_least(-2), NO_EFFECT_YET + "no tiered storage.",
+       topic="local.retention.bytes")
+define_topic("remote.storage.enable", BOOLEAN, False, refused(
+    "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "
+    "log storage."), "Tiered storage for this topic; refused: this broker has none.")
+define_topic("remote.log.copy.disable", BOOLEAN, False, None, NO_EFFECT_YET + "no tiered storage.")
+define_topic("remote.log.delete.on.disable", BOOLEAN, False, None, NO_EFFECT_YET + "no tiered storage.")
+define_topic("leader.replication.throttled.replicas", LIST, "", throttled_replicas, NO_EFFECT_YET +
+             "no replication to throttle yet.")
+define_topic("follower.replication.throttled.replicas", LIST, "", throttled_replicas, NO_EFFECT_YET +
+             "no replication to throttle yet.")
 
 
 # --- the broker's network and topic-management properties (owned by the server; DESIGN §3) ---
@@ -332,6 +408,8 @@ _BROKER_DEFAULT: dict[str, Callable[[KafkaConfig], Any]] = {
     "retention.ms": lambda c: c.log_retention_ms,
     "segment.ms": lambda c: c.log_roll_ms,
     "flush.ms": lambda c: c.log_flush_interval_ms,
+    "segment.jitter.ms": lambda c: c["log.roll.jitter.ms"] if c["log.roll.jitter.ms"] is not None
+    else c["log.roll.jitter.hours"] * HOUR_MS,
 }
 
 
@@ -363,6 +441,23 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"
     max_message_bytes: int = KEYS["message.max.bytes"].default
     preallocate: bool = False
+    compression_type: str = "producer"
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    message_downconversion_enable: bool = True
+    message_format_version: str = KEYS["log.message.format.version"].default
+    max_compaction_lag_ms: int = LONG_MAX
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    segment_jitter_ms: int = 0
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
+    remote_storage_enable: bool = False
+    remote_log_copy_disable: bool = False
+    remote_log_delete_on_disable: bool = False
+    leader_replication_throttled_replicas: tuple[str, ...] = ()
+    follower_replication_throttled_replicas: tuple[str, ...] = ()
 
     @classmethod
     def from_broker(cls, broker: KafkaConfig | None = None,
@@ -372,7 +467,7 @@ class LogConfig:
         values: dict[str, Any] = {}
         for tname, key in TOPIC_KEYS.items():
             getter = _BROKER_DEFAULT.get(tname)
-            values[tname] = getter(broker) if getter else broker[key.name]
+            values[tname] = getter(broker) if getter else broker.get(key.name, key.default)
         for tname, raw in (overrides or {}).items():
             key = TOPIC_KEYS.get(tname)
             if key is None:
@@ -382,7 +477,9 @@ class LogConfig:
                 v = _BROKER_DEFAULT[tname](broker)
             values[tname] = v
         fields = {t.replace(".", "_"): v for t, v in values.items()}
-        fields["cleanup_policy"] = tuple(fields["cleanup_policy"])
+        for name in ("cleanup_policy", "leader_replication_throttled_replicas",
+                     "follower_replication_throttled_replicas"):
+            fields[name] = tuple(fields[name])
         return cls(**{k: v for k, v in fields.items() if k in cls.__dataclass_fields__})
 
     def with_overrides(self, **changes: Any) -> "LogConfig":
@@ -406,3 +503,9 @@ class LogConfig:
 def topic_config_names() -> Iterable[str]:
     """Topic-level names topics may override (for CreateTopics / DescribeConfigs)."""
     return TOPIC_KEYS.keys()
+
+
+def topic_configs_without_effect() -> dict[str, str]:
+    """Topic-level names accepted and reported that change nothing yet, with the reason."""
+    return {t: k.doc[len(NO_EFFECT_YET):] for t, k in sorted(TOPIC_KEYS.items())
+            if k.doc.startswith(NO_EFFECT_YET)}

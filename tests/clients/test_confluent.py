@@ -115,6 +115,33 @@ def test_admin_create_describe_grow_delete(broker):
     assert e.value.args[0].code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
+def test_every_kafka_topic_config_is_accepted_with_kafka_validation(broker):
+    """Kafka's topic-level configs that real clients set (compression.type=lz4 was refused as
+    unknown): each accepted with Kafka's validation and reported back by DescribeConfigs."""
+    from confluent_kafka.admin import ConfigResource
+    from fastkafka.config import topic_config_names
+    a = admin(broker)
+    configs = {"compression.type": "lz4", "min.insync.replicas": "2",
+               "unclean.leader.election.enable": "true", "message.downconversion.enable": "false",
+               "message.format.version": "2.8", "max.compaction.lag.ms": "3600000",
+               "follower.replication.throttled.replicas": "0:1,1:2",
+               "leader.replication.throttled.replicas": "*",
+               "message.timestamp.difference.max.ms": "60000", "segment.jitter.ms": "10"}
+    a.create_topics([NewTopic("cfg-all", 2, 1, config=configs)])["cfg-all"].result(10)
+    cfg = list(a.describe_configs([ConfigResource("topic", "cfg-all")]).values())[0].result(10)
+    assert {k: cfg[k].value for k in configs} == configs
+    assert set(cfg) == set(topic_config_names())
+    assert cfg["local.retention.ms"].value == "-2" and cfg["local.retention.ms"].is_default
+    for bad in ({"compression.type": "brotli"}, {"min.insync.replicas": "0"},
+                {"leader.replication.throttled.replicas": "a:b"}, {"remote.storage.enable": "true"},
+                {"message.format.version": "banana"}):
+        with pytest.raises(KafkaException) as e:
+            a.create_topics([NewTopic("cfg-bad", 1, 1, config=bad)])["cfg-bad"].result(10)
+        assert e.value.args[0].code() == confluent_kafka.KafkaError.INVALID_CONFIG, bad
+        assert list(bad)[0] in e.value.args[0].str()
+    assert "cfg-bad" not in a.list_topics(timeout=10).topics
+
+
 def test_auto_create_on_produce(broker):
     p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     p.produce("auto-created", value=b"x")

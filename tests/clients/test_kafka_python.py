@@ -78,3 +78,22 @@ def test_admin_create_and_delete(broker):
     with pytest.raises(UnknownTopicOrPartitionError):
         admin.delete_topics(["ka"])
     admin.close()
+
+
+def test_admin_creates_topic_with_compression_type(broker):
+    """kafka-python's admin: compression.type (and the other standard topic configs) accepted."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+    from kafka.errors import InvalidConfigurationError
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        a.create_topics([NewTopic("kp-lz4", 1, 1, topic_configs={"compression.type": "lz4",
+                                                                  "min.insync.replicas": "1"})])
+        res = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-lz4")])
+        entries = res["topic"]["kp-lz4"]
+        assert entries["compression.type"]["value"] == "lz4"
+        assert entries["compression.type"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+        assert entries["min.insync.replicas"]["value"] == "1"
+        with pytest.raises(InvalidConfigurationError):
+            a.create_topics([NewTopic("kp-bad", 1, 1, topic_configs={"compression.type": "brotli"})])
+    finally:
+        a.close()
