@@ -142,6 +142,31 @@ def test_every_kafka_topic_config_is_accepted_with_kafka_validation(broker):
     assert "cfg-bad" not in a.list_topics(timeout=10).topics
 
 
+def test_authorized_operations_without_an_authorizer_are_all_supported_ones(broker):
+    """Metadata v8+ and DescribeGroups v3+ asked for authorized operations: with no authorizer
+    Kafka answers every operation the resource type supports (they answered none)."""
+    from confluent_kafka import Consumer, TopicCollection
+    from confluent_kafka.admin import AclOperation as Op
+    a = admin(broker)
+    a.create_topics([NewTopic("ops", 1, 1)])["ops"].result(10)
+    topic = a.describe_topics(TopicCollection(["ops"]), include_authorized_operations=True)["ops"].result(10)
+    assert set(topic.authorized_operations) == {Op.READ, Op.WRITE, Op.CREATE, Op.DESCRIBE, Op.DELETE,
+                                                Op.ALTER, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
+    cluster = a.describe_cluster(include_authorized_operations=True).result(10)
+    assert set(cluster.authorized_operations) == {Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS,
+                                                  Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE, Op.ALTER,
+                                                  Op.DESCRIBE}
+    assert a.describe_cluster().result(10).authorized_operations is None     # not asked
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ops-g"})
+    try:
+        c.subscribe(["ops"])
+        c.poll(2)
+        group = a.describe_consumer_groups(["ops-g"], include_authorized_operations=True)["ops-g"].result(10)
+    finally:
+        c.close()
+    assert set(group.authorized_operations) == {Op.READ, Op.DESCRIBE, Op.DELETE}
+
+
 def test_auto_create_on_produce(broker):
     p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     p.produce("auto-created", value=b"x")

@@ -19,6 +19,7 @@ from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata, partition_fo
 from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
+from ..authorized_operations import GROUP, authorized_operations
 from ..coordination import coordination
 from ..dispatch import DELAYED
 
@@ -107,9 +108,11 @@ def handle_list_groups(ctx, req):
 def handle_describe_groups(ctx, req):
     gc = _groups(ctx)
     out = []
+    ops = authorized_operations(GROUP, ctx.version >= 3 and req.include_authorized_operations)
     for gid in req.groups:
         s = gc.describe_group(gid)
         out.append({"error_code": s.error, "group_id": gid, "group_state": s.state,
+                    "authorized_operations": ops,
                     "protocol_type": s.protocol_type, "protocol_data": s.protocol,
                     "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                                  "client_id": m.client_id, "client_host": m.client_host,

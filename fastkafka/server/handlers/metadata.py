@@ -17,6 +17,7 @@ from __future__ import annotations
 from fastkafka import errors
 from fastkafka.cluster.embedded import validate_topic_name
 
+from ..authorized_operations import CLUSTER, TOPIC, authorized_operations
 from ..topics import INTERNAL_TOPICS
 
 __all__ = ["handle_metadata"]
@@ -40,7 +41,7 @@ def _cluster_partitions(resp_cls, metadata, info):
     return parts
 
 
-def _topic(resp_cls, broker, info, version):
+def _topic(resp_cls, broker, info, version, ops):
     me = broker.broker_id
     if getattr(broker, "cluster", None) is not None:
         parts = _cluster_partitions(resp_cls, broker.metadata, info)
@@ -49,7 +50,7 @@ def _topic(resp_cls, broker, info, version):
                                             replica_nodes=[me], isr_nodes=[me], offline_replicas=[])
                  for p in range(info.partitions)]
     return resp_cls.Topics(error_code=_NONE, name=info.name, is_internal=info.name in INTERNAL_TOPICS,
-                           partitions=parts)
+                           partitions=parts, topic_authorized_operations=ops)
 
 
 def handle_metadata(ctx, req):
@@ -59,9 +60,10 @@ def handle_metadata(ctx, req):
     version = ctx.version
     host, port = broker.endpoint(ctx.listener)
     out_topics = []
+    topic_ops = authorized_operations(TOPIC, version >= 8 and req.include_topic_authorized_operations)
     if req.topics is None or (version == 0 and not req.topics):
         for info in sorted(topics.all().values(), key=lambda i: i.name):
-            out_topics.append(_topic(resp_cls, broker, info, version))
+            out_topics.append(_topic(resp_cls, broker, info, version, topic_ops))
     else:
         allow_create = req.allow_auto_topic_creation if version >= 4 else True
         for t in req.topics:
@@ -83,7 +85,7 @@ def handle_metadata(ctx, req):
                 out_topics.append(resp_cls.Topics(error_code=errors.UnknownTopicOrPartitionError.code,
                                                   name=name, partitions=[]))
             else:
-                out_topics.append(_topic(resp_cls, broker, info, version))
+                out_topics.append(_topic(resp_cls, broker, info, version, topic_ops))
     brokers = [resp_cls.Brokers(node_id=broker.broker_id, host=host, port=port, rack=None)]
     controller_id = broker.broker_id
     if getattr(broker, "cluster", None) is not None:  # every live broker, as registered in ZooKeeper
@@ -98,4 +100,6 @@ def handle_metadata(ctx, req):
         cluster_id=broker.cluster_id,
         controller_id=controller_id,
         topics=out_topics,
+        cluster_authorized_operations=authorized_operations(
+            CLUSTER, version >= 8 and req.include_cluster_authorized_operations),
     )
