@@ -5,11 +5,9 @@ member id a v4+ coordinator hands out), the leader's partition assignment (Kafka
 assignor: per topic, sorted members get contiguous ranges of the sorted partitions),
 SyncGroup, Heartbeat, OffsetCommit/OffsetFetch and LeaveGroup.
 
-Subscription and assignment bytes use Kafka's consumer protocol (version 0), so our members
-and Java/librdkafka members of the same group understand each other::
-
-    Subscription: version int16, topics [string], user_data bytes
-    Assignment:   version int16, [topic string, partitions [int32]], user_data bytes
+Subscription and assignment bytes use Kafka's consumer protocol (version 0, declared in
+:mod:`fastkafka.protocol.consumer_protocol`), so our members and Java/librdkafka members of the
+same group understand each other.
 
 Thread-safe: a lock serialises requests to the coordinator (the connector's thread
 heartbeats while the application thread commits).
@@ -24,84 +22,22 @@ Example::
 """
 from __future__ import annotations
 
-import struct
 import threading
 from typing import Iterable
 
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
+from fastkafka.protocol.consumer_protocol import (decode_assignment, decode_subscription,
+                                                  encode_assignment, encode_subscription)
 
 from .metadata import Cluster
 
 __all__ = ["GroupMember", "encode_subscription", "decode_subscription", "encode_assignment",
            "decode_assignment", "range_assign"]
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _REJOIN_CODES = frozenset(e.code for e in (errors.RebalanceInProgressError,
                                             errors.IllegalGenerationError,
                                             errors.UnknownMemberIdError))
-
-
-def _string(s: str) -> bytes:
-    b = s.encode()
-    return _I16.pack(len(b)) + b
-
-
-def _read_string(buf, pos):
-    (n,) = _I16.unpack_from(buf, pos)
-    return bytes(buf[pos + 2:pos + 2 + n]).decode(), pos + 2 + n
-
-
-def encode_subscription(topics) -> bytes:
-    """Kafka's ConsumerProtocolSubscription v0 bytes (topics sorted, no user data).
-
-    >>> decode_subscription(encode_subscription(["b", "a"]))
-    ['a', 'b']
-    """
-    ts = sorted(topics)
-    return _I16.pack(0) + _I32.pack(len(ts)) + b"".join(map(_string, ts)) + _I32.pack(-1)
-
-
-def decode_subscription(buf) -> list[str]:
-    (n,) = _I32.unpack_from(buf, 2)
-    pos, out = 6, []
-    for _ in range(n):
-        t, pos = _read_string(buf, pos)
-        out.append(t)
-    return sorted(out)
-
-
-def encode_assignment(tps) -> bytes:
-    """Kafka's ConsumerProtocolAssignment v0 bytes.
-
-    >>> sorted(decode_assignment(encode_assignment({("t", 1), ("t", 0), ("u", 2)})))
-    [('t', 0), ('t', 1), ('u', 2)]
-    """
-    by_topic: dict[str, list[int]] = {}
-    for t, p in tps:
-        by_topic.setdefault(t, []).append(p)
-    out = bytearray(_I16.pack(0) + _I32.pack(len(by_topic)))
-    for t in sorted(by_topic):
-        ps = sorted(by_topic[t])
-        out += _string(t) + _I32.pack(len(ps)) + b"".join(_I32.pack(p) for p in ps)
-    out += _I32.pack(-1)
-    return bytes(out)
-
-
-def decode_assignment(buf) -> set[tuple[str, int]]:
-    if not buf:
-        return set()
-    (n,) = _I32.unpack_from(buf, 2)
-    pos, out = 6, set()
-    for _ in range(n):
-        t, pos = _read_string(buf, pos)
-        (k,) = _I32.unpack_from(buf, pos)
-        pos += 4
-        for _ in range(k):
-            out.add((t, _I32.unpack_from(buf, pos)[0]))
-            pos += 4
-    return out
 
 
 def range_assign(subscriptions: dict[str, list[str]], partitions: dict[str, list[int]]

@@ -19,7 +19,7 @@ from .headers import read_response_header, response_header_version, request_head
     write_request_header, write_response_header
 from .schema import APIS, Field, Struct, _MISSING
 
-__all__ = ["Codec", "codec_for", "CODECS"]
+__all__ = ["Codec", "codec_for", "CODECS", "decode_struct", "encode_struct"]
 
 _DECODE_ERRORS = (struct.error, ValueError, IndexError, OverflowError, RecursionError)
 _ENCODE_ERRORS = (struct.error, ValueError, OverflowError, TypeError, AttributeError)
@@ -369,3 +369,24 @@ def codec_for(api_key: int, version: int) -> Codec:
                 f"{api.name} v{version} (we support v{api.min_version}-{api.max_version})"
             ) from None
         raise T.ProtocolError(f"unknown api key {api_key}") from None
+
+
+def decode_struct(s: Struct, version: int, buf, pos: int = 0):
+    """``(object, end)`` of one non-flexible struct declared with ``parse_struct`` at ``pos`` of
+    ``buf``: the internal formats carried as bytes inside messages (the consumer protocol)."""
+    if not isinstance(buf, memoryview):
+        buf = memoryview(buf)
+    try:
+        return _GEN.decoder(s, version, False)(buf, pos)
+    except _DECODE_ERRORS as exc:
+        raise T.ProtocolError(f"malformed {s.name} v{version}: {exc}") from None
+
+
+def encode_struct(s: Struct, version: int, obj) -> bytes:
+    """The bytes of one non-flexible struct (see :func:`decode_struct`)."""
+    out, regions = bytearray(), []
+    try:
+        _GEN.encoder(s, version, False)(obj, out, regions)
+    except _ENCODE_ERRORS as exc:
+        raise T.ProtocolError(f"cannot encode {s.name} v{version}: {exc}") from exc
+    return bytes(out)
