@@ -35,7 +35,7 @@ from typing import Callable
 
 from .. import errors
 from .formats import OffsetAndMetadata
-from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
+from .group import (COMPLETING_REBALANCE, CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
                     GroupMetadata, MemberMetadata)
 from .manager import GroupMetadataManager
 from .results import GroupSummary, JoinResult, MemberSummary, SyncResult
@@ -538,18 +538,45 @@ class GroupCoordinator:
                           if not g.is_(DEAD) and self.manager.partition_for(g.group_id) in owned]
 
     def describe_group(self, group_id: str) -> GroupSummary:
-        with self._lock:
-            code = self._check_available(group_id)
-            group = self._group(group_id)
-            if code or group is None:
-                return GroupSummary(code, group_id, DEAD, "", "", [])
-            stable = group.is_(STABLE)
-            members = [MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                     m.metadata(group.protocol_name) if stable else b"",
-                                     m.assignment if stable else b"")
-                       for m in group.members.values()]
-            return GroupSummary(NONE, group_id, group.state, group.protocol_type or "",
-                                (group.protocol_name or "") if stable else "", members)
+        return self._locked(self._describe, group_id)
+
+    def _describe(self, group_id):
+        code = self._check_available(group_id)
+        group = self._group(group_id)
+        if code or group is None:
+            return GroupSummary(code, group_id, DEAD, "", "", [])
+        stable = group.is_(STABLE)
+        members = [MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                 m.metadata(group.protocol_name) if stable else b"",
+                                 m.assignment if stable else b"")
+                   for m in group.members.values()]
+        return GroupSummary(NONE, group_id, group.state, group.protocol_type or "",
+                            (group.protocol_name or "") if stable else "", members)
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
+                       ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete: a group error, and an error per partition (Kafka's rules: a consumer
+        group keeps the offsets of topics its members subscribe to, GROUP_SUBSCRIBED_TO_TOPIC;
+        another group only loses offsets while it has no members, else NON_EMPTY_GROUP)."""
+        return self._locked(self._delete_offsets, group_id, partitions)
+
+    def _delete_offsets(self, group_id, partitions):
+        code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
+        if code:
+            return code, {}
+        group = self._group(group_id)
+        if group is None or group.is_(DEAD):
+            return E.GroupIdNotFoundError.code, {}
+        if group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = group.subscribed_topics()
+        elif not group.members:
+            subscribed = set()
+        else:
+            return E.NonEmptyGroupError.code, {}
+        result = {tp: E.GroupSubscribedToTopicError.code if subscribed is None or tp[0] in subscribed
+                  else NONE for tp in partitions}
+        self.manager.delete_offsets(group, [tp for tp, c in result.items() if c == NONE])
+        return NONE, result
 
     def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
         return self._locked(self._delete, group_ids)

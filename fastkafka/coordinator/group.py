@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..protocol import ProtocolError
+from ..protocol.consumer_protocol import decode_subscription
+
 __all__ = ["EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE", "DEAD",
            "GroupMetadata", "MemberMetadata"]
 
@@ -32,6 +35,8 @@ PREPARING_REBALANCE = "PreparingRebalance"
 COMPLETING_REBALANCE = "CompletingRebalance"
 STABLE = "Stable"
 DEAD = "Dead"
+
+CONSUMER_PROTOCOL_TYPE = "consumer"   # groups whose member metadata is the consumer protocol
 
 # Which states a group may enter from which: a wrong transition is a coordinator bug, so it
 # raises instead of silently corrupting the group.
@@ -178,6 +183,24 @@ class GroupMetadata:
 
     def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics a consumer-protocol group's members subscribe to (empty without members);
+        None when unknown -- another protocol type, no protocol chosen yet, or bytes that do not
+        parse -- which Kafka's OffsetDelete treats as subscribed to everything."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return None
+        if not self.members:
+            return set()
+        if self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for m in self.members.values():
+                topics.update(decode_subscription(m.metadata(self.protocol_name)))
+        except (ProtocolError, KeyError):
+            return None
+        return topics
 
     def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
         """``instance_id`` belongs to another member now: the caller was replaced by a newer

@@ -181,6 +181,14 @@ class GroupMetadataManager:
             return dict(cached)
         return {tp: cached.get(tp) for tp in partitions}
 
+    def delete_offsets(self, group: GroupMetadata, partitions: list[tuple[str, int]]) -> None:
+        """Tombstone the committed offsets of ``partitions`` (OffsetDelete)."""
+        gone = [tp for tp in partitions if tp in group.offsets]
+        if gone:
+            self._append(group.group_id, [(offset_key(group.group_id, t, p), None) for t, p in gone])
+            for tp in gone:
+                del group.offsets[tp]
+
     def delete_group(self, group: GroupMetadata) -> None:
         """Tombstone the group and every offset it committed, then forget it."""
         records = [(offset_key(group.group_id, t, p), None) for t, p in group.offsets]

@@ -10,10 +10,13 @@ PHASE_1 = {"ApiVersions": 3, "Produce": 7, "Fetch": 11, "ListOffsets": 5, "Metad
            "SyncGroup": 3, "Heartbeat": 3, "LeaveGroup": 2, "ListGroups": 2, "DescribeGroups": 4,
            "CreateTopics": 4, "DeleteTopics": 3, "CreatePartitions": 1, "DeleteRecords": 1,
            "DescribeConfigs": 2, "InitProducerId": 1, "DeleteGroups": 1}
+# Phase 2's admin surface of Kafka 3.x clients (issue 17)
+PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "DescribeAcls": 1,
+           "CreateAcls": 1, "DeleteAcls": 1}
 
 
 def test_declared_ranges_are_the_design_ranges():
-    assert {APIS[k].name: hi for k, (lo, hi) in SUPPORTED.items()} == PHASE_1
+    assert {APIS[k].name: hi for k, (lo, hi) in SUPPORTED.items()} == PHASE_1 | PHASE_2
     assert all(lo == 0 for lo, _ in SUPPORTED.values())
 
 

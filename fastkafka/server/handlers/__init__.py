@@ -9,6 +9,7 @@ from fastkafka.protocol import ApiKey
 
 from .admin import handle_create_partitions, handle_create_topics, handle_delete_records, handle_delete_topics
 from .api_versions import handle_api_versions
+from .cluster_admin import CLUSTER_ADMIN_RANGES
 from .configs import handle_describe_configs
 from .fetch import handle_fetch
 from .group import GROUP_RANGES
@@ -33,6 +34,7 @@ RANGES = {
 }
 
 RANGES.update(GROUP_RANGES)  # group coordinator, offsets (issue 5: handlers/group.py)
+RANGES.update(CLUSTER_ADMIN_RANGES)  # Kafka 3.x admin surface (issue 17)
 
 HANDLERS = {key: h for key, (h, _, _) in RANGES.items()}
 

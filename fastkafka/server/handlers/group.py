@@ -25,7 +25,7 @@ from ..dispatch import DELAYED
 
 __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", "handle_heartbeat",
            "handle_leave_group", "handle_list_groups", "handle_describe_groups",
-           "handle_delete_groups", "handle_offset_commit", "handle_offset_fetch",
+           "handle_delete_groups", "handle_offset_delete", "handle_offset_commit", "handle_offset_fetch",
            "handle_init_producer_id", "GROUP_RANGES"]
 
 GROUP_KEY_TYPE = 0
@@ -178,6 +178,15 @@ def handle_offset_fetch(ctx, req):
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
 
 
+def handle_offset_delete(ctx, req):
+    tps = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    code, result = _groups(ctx).delete_offsets(req.group_id, tps)
+    return {"error_code": code, "throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": result.get((t.name, p.partition_index), 0)}
+            for p in t.partitions]} for t in req.topics] if not code else []}
+
+
 def handle_init_producer_id(ctx, req):
     if req.transactional_id is not None:
         return {"throttle_time_ms": 0, "producer_id": -1, "producer_epoch": -1,
@@ -198,6 +207,7 @@ def _ranges():
         ApiKey.LIST_GROUPS: (handle_list_groups, 0, 2),
         ApiKey.DESCRIBE_GROUPS: (handle_describe_groups, 0, 4),
         ApiKey.DELETE_GROUPS: (handle_delete_groups, 0, 1),
+        ApiKey.OFFSET_DELETE: (handle_offset_delete, 0, 0),
         # idempotent producer: Log.append checks sequences (log/producer_state.py)
         ApiKey.INIT_PRODUCER_ID: (handle_init_producer_id, 0, 1),
     }

@@ -20,7 +20,7 @@ from fastkafka.cluster.embedded import validate_topic_name
 from ..authorized_operations import CLUSTER, TOPIC, authorized_operations
 from ..topics import INTERNAL_TOPICS
 
-__all__ = ["handle_metadata"]
+__all__ = ["handle_metadata", "live_brokers"]
 
 _NONE = 0
 _NO_LEADER = errors.LeaderNotAvailableError.code
@@ -53,12 +53,26 @@ def _topic(resp_cls, broker, info, version, ops):
                            partitions=parts, topic_authorized_operations=ops)
 
 
+def live_brokers(ctx) -> tuple[list[tuple[int, str, int, str | None]], int]:
+    """``([(broker id, host, port, rack)], controller id)`` as seen on the client's listener:
+    this broker in embedded mode, every live registered broker in cluster mode."""
+    broker = ctx.broker
+    if getattr(broker, "cluster", None) is None:
+        host, port = broker.endpoint(ctx.listener)
+        return [(broker.broker_id, host, port, None)], broker.broker_id
+    nodes = []
+    for b in sorted(broker.metadata.brokers().values(), key=lambda b: b.id):
+        ep = b.endpoint(ctx.listener)
+        if ep is not None:
+            nodes.append((b.id, ep[0], ep[1], b.rack))
+    return nodes, broker.metadata.controller_id
+
+
 def handle_metadata(ctx, req):
     broker = ctx.broker
     topics = broker.topics
     resp_cls = ctx.codec.api.response
     version = ctx.version
-    host, port = broker.endpoint(ctx.listener)
     out_topics = []
     topic_ops = authorized_operations(TOPIC, version >= 8 and req.include_topic_authorized_operations)
     if req.topics is None or (version == 0 and not req.topics):
@@ -86,17 +100,10 @@ def handle_metadata(ctx, req):
                                                   name=name, partitions=[]))
             else:
                 out_topics.append(_topic(resp_cls, broker, info, version, topic_ops))
-    brokers = [resp_cls.Brokers(node_id=broker.broker_id, host=host, port=port, rack=None)]
-    controller_id = broker.broker_id
-    if getattr(broker, "cluster", None) is not None:  # every live broker, as registered in ZooKeeper
-        brokers, controller_id = [], broker.metadata.controller_id
-        for b in sorted(broker.metadata.brokers().values(), key=lambda b: b.id):
-            ep = b.endpoint(ctx.listener)
-            if ep is not None:
-                brokers.append(resp_cls.Brokers(node_id=b.id, host=ep[0], port=ep[1], rack=b.rack))
+    nodes, controller_id = live_brokers(ctx)
     return resp_cls(
         throttle_time_ms=0,
-        brokers=brokers,
+        brokers=[resp_cls.Brokers(node_id=i, host=h, port=p, rack=r) for i, h, p, r in nodes],
         cluster_id=broker.cluster_id,
         controller_id=controller_id,
         topics=out_topics,

@@ -1,0 +1,103 @@
+"""The admin APIs of Kafka 3.x clients beyond topics (issue 17): DescribeCluster, DescribeLogDirs,
+OffsetDelete and the ACL APIs (SECURITY_DISABLED without an authorizer), each driven by the
+admin clients of kafka-python and confluent-kafka."""
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import TopicPartition as CTP
+from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                   NewTopic, ResourcePatternType, ResourceType)
+from kafka.admin import KafkaAdminClient
+from kafka.admin import NewTopic as KNewTopic
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+pytestmark = pytest.mark.clients
+
+
+@pytest.fixture
+def kadmin(broker):
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    yield a
+    a.close()
+
+
+def test_describe_cluster_with_both_clients(broker, kadmin):
+    mine = kadmin.describe_cluster()
+    assert mine["cluster_id"] == broker.cluster_id and mine["controller_id"] == broker.broker_id
+    assert [(b["broker_id"], b["port"]) for b in mine["brokers"]] == [(broker.broker_id, broker.port)]
+    a = AdminClient({"bootstrap.servers": broker.bootstrap})
+    theirs = a.describe_cluster().result(10)
+    assert theirs.cluster_id == broker.cluster_id and theirs.controller.id == broker.broker_id
+    assert [(n.id, n.port) for n in theirs.nodes] == [(broker.broker_id, broker.port)]
+
+
+def test_describe_log_dirs_lists_each_partition_with_its_size(broker, kadmin, tmp_path):
+    kadmin.create_topics([KNewTopic("ld", 2, 1)])
+    from kafka import KafkaProducer
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for i in range(10):
+        p.send("ld", b"x" * 100, partition=0)
+    p.flush()
+    p.close()
+    (one,) = kadmin.describe_log_dirs()
+    (d,) = one["log_dirs"]
+    assert d["error_code"] == 0 and d["log_dir"] == str(tmp_path / "data")
+    assert 0 < d["usable_bytes"] <= d["total_bytes"]
+    parts = {p["partition_index"]: p for t in d["topics"] if t["name"] == "ld" for p in t["partitions"]}
+    assert parts[0]["partition_size"] == broker.logs.get_log("ld", 0).size > 1000
+    assert parts[1]["partition_size"] == 0 and parts[0]["offset_lag"] == 0
+    # only what was asked for
+    (one,) = kadmin.describe_log_dirs(topic_partitions={"ld": [1]})
+    assert [(t["name"], [p["partition_index"] for p in t["partitions"]])
+            for t in one["log_dirs"][0]["topics"]] == [("ld", [1])]
+
+
+def test_offset_delete_follows_kafkas_rules(broker, kadmin):
+    kadmin.create_topics([KNewTopic("od", 2, 1), KNewTopic("other", 1, 1)])
+    om = OffsetAndMetadata(5, "", -1)
+    # a group with no members (standalone commits): offsets go
+    kadmin.alter_group_offsets("simple", {TopicPartition("od", 0): om, TopicPartition("od", 1): om})
+    kadmin.delete_group_offsets("simple", [TopicPartition("od", 0)])
+    assert set(kadmin.list_group_offsets("simple")["simple"]) == {TopicPartition("od", 1)}
+    # a live consumer group keeps the offsets of topics it subscribes to
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "live",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe(["od"])
+        deadline = time.monotonic() + 20
+        while not c.assignment() and time.monotonic() < deadline:
+            c.poll(0.2)
+        assert c.assignment()
+        c.commit(offsets=[CTP("od", 0, 3), CTP("other", 0, 4)], asynchronous=False)
+        result = kadmin.delete_group_offsets("live", [TopicPartition("od", 0), TopicPartition("other", 0)])
+        assert {tp.topic: e.__name__ for tp, e in result.items()} == {
+            "od": "GroupSubscribedToTopicError", "other": "NoError"}, result
+        left = kadmin.list_group_offsets("live")["live"]
+        assert TopicPartition("od", 0) in left and TopicPartition("other", 0) not in left
+    finally:
+        c.close()
+    from kafka.errors import GroupIdNotFoundError
+    with pytest.raises(GroupIdNotFoundError):
+        kadmin.delete_group_offsets("no-such-group", [TopicPartition("od", 0)])
+
+
+def test_acl_apis_answer_security_disabled(broker, kadmin):
+    from confluent_kafka.admin import AclBinding
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType
+    from kafka.admin import ResourcePatternFilter
+    from kafka.admin import ResourceType as KResourceType
+    from kafka.errors import SecurityDisabledError
+    with pytest.raises(SecurityDisabledError, match="No Authorizer is configured"):
+        kadmin.describe_acls(ACLFilter(
+            principal=None, host=None, operation=ACLOperation.ANY, permission_type=ACLPermissionType.ANY,
+            resource_pattern=ResourcePatternFilter(KResourceType.ANY, None, ACLResourcePatternType.ANY)))
+    a = AdminClient({"bootstrap.servers": broker.bootstrap})
+    binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    flt = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                           AclOperation.ANY, AclPermissionType.ANY)
+    for future in (a.create_acls([binding])[binding], a.delete_acls([flt])[flt]):
+        with pytest.raises(KafkaException) as e:
+            future.result(10)
+        assert e.value.args[0].name() == "SECURITY_DISABLED"
