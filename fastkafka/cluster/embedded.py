@@ -159,6 +159,17 @@ class EmbeddedMetadata:
             self._commit(topics)
             return topics[name]
 
+    def set_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo:
+        """Replace the topic's config overrides (AlterConfigs)."""
+        with self._lock:
+            info = self._topics.get(name)
+            if info is None:
+                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            topics = dict(self._topics)
+            topics[name] = TopicInfo(name, info.partitions, MappingProxyType(dict(configs)))
+            self._commit(topics)
+            return topics[name]
+
     def _commit(self, topics: dict[str, TopicInfo]) -> None:
         old = self._topics
         self._topics = topics

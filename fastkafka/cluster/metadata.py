@@ -164,8 +164,27 @@ class ZkMetadata:
             self._assignments = dict(self._assignments)
             self._assignments[topic] = MappingProxyType(dict(assignment.partitions))
         self._changed()
+        self._watch(znodes.config_topic_path(topic), functools.partial(self._on_topic_config, topic))
         for p in assignment.partitions:
             self._watch(znodes.state_path(topic, p), functools.partial(self._on_state, topic, p))
+        return True
+
+    def _on_topic_config(self, topic: str, data, _stat) -> bool:
+        """A topic's overrides changed (AlterConfigs through any broker, or Kafka's tools)."""
+        if self._stopped:
+            return False
+        try:
+            configs = znodes.TopicConfig.decode(topic, data).config if data is not None else {}
+        except znodes.ZnodeDataError as e:
+            log.warning("topic %s: ignoring its changed config (%s)", topic, e)
+            return True
+        with self._cond:
+            info = self._topics.get(topic)
+            if info is None or dict(info.configs) == configs:
+                return True
+            self._topics = dict(self._topics)
+            self._topics[topic] = TopicInfo(topic, info.partitions, MappingProxyType(dict(configs)))
+        self._changed()
         return True
 
     def _on_state(self, topic: str, partition: int, data, _stat) -> bool:
@@ -280,6 +299,19 @@ class ZkMetadata:
         except NodeExistsError:
             pass
         return info or TopicInfo(name, 0)
+
+    @_zk_errors
+    def set_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo:
+        """Replace ``/config/topics/<t>``; every broker's cache follows through its watch."""
+        if not self.client.exists(znodes.topic_path(name)):
+            raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        data = znodes.TopicConfig(dict(configs)).encode()
+        try:
+            self.client.set(znodes.config_topic_path(name), data)
+        except NoNodeError:
+            self.client.create(znodes.config_topic_path(name), data, makepath=True)
+        info = self._topics.get(name)
+        return TopicInfo(name, info.partitions if info else 0, MappingProxyType(dict(configs)))
 
     @_zk_errors
     def set_partitions(self, name: str, count: int) -> TopicInfo:

@@ -44,6 +44,7 @@ class ClusterTopicManager(TopicManager):
         super().__init__(config, logs, metadata, purgatory)
         self.broker_id = config["broker.id"]
         self._wait_s = config["cluster.metadata.wait.ms"] / 1000
+        self._applied: dict[str, Mapping[str, str]] = {}   # topic -> overrides its logs run with
 
     # --- reads ---
     def log(self, topic: str, partition: int):
@@ -80,8 +81,11 @@ class ClusterTopicManager(TopicManager):
                 if not mine:
                     continue
                 cfg = self._log_configs.get(name)
-                if cfg is None:
-                    cfg = self._log_configs[name] = LogConfig.from_broker(self.config, info.configs)
+                if cfg is None or self._applied.get(name) != info.configs:
+                    # new here, or its overrides changed (AlterConfigs through any broker)
+                    cfg = self._config_of(info)
+                    self._applied[name] = info.configs
+                    self._apply_configs(name, cfg)
                 for p in mine:
                     if (name, p) not in parts:
                         parts[(name, p)] = self._open(name, p, cfg)
@@ -92,6 +96,7 @@ class ClusterTopicManager(TopicManager):
             self._partitions = parts
             for tp in gone:
                 self._log_configs.pop(tp[0], None)
+                self._applied.pop(tp[0], None)
                 self._logs.delete_log(*tp)
         if opened:
             log.info("opened %d partition log(s) assigned to broker %d", len(opened), me)

@@ -67,8 +67,17 @@ class TopicManager:
             info = self._metadata.get(topic)
             if info is None:
                 raise errors.UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
-            cfg = LogConfig.from_broker(self.config, info.configs)
+            cfg = self._config_of(info)
         return cfg
+
+    def _config_of(self, info: TopicInfo) -> LogConfig:
+        """The topic's LogConfig. Overrides that do not parse (written by another tool straight
+        into the registry) are logged, and the broker defaults used, rather than failing."""
+        try:
+            return LogConfig.from_broker(self.config, info.configs)
+        except ConfigException as e:
+            log.warning("topic %s: ignoring its configs (%s); using the broker defaults", info.name, e)
+            return LogConfig.from_broker(self.config)
 
     # --- startup ---
     def load(self) -> None:
@@ -76,7 +85,7 @@ class TopicManager:
         with self._lock:
             parts = dict(self._partitions)
             for info in self._metadata.topics().values():
-                cfg = LogConfig.from_broker(self.config, info.configs)
+                cfg = self._config_of(info)
                 self._log_configs[info.name] = cfg
                 for p in range(info.partitions):
                     parts[(info.name, p)] = self._open(info.name, p, cfg)
@@ -164,6 +173,25 @@ class TopicManager:
             for p in range(info.partitions):
                 self._logs.delete_log(name, p)
         log.info("deleted topic %s", name)
+
+    def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
+        """Replace the topic's overrides with ``configs`` (Kafka's topic-level names); they take
+        effect on its open logs at once, as Kafka's dynamic topic configs do."""
+        with self._lock:
+            if self._metadata.get(name) is None:
+                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            cfg = self.validate_configs(configs)
+            if validate_only:
+                return
+            self._metadata.set_configs(name, configs)
+            self._apply_configs(name, cfg)
+        log.info("topic %s: configs now %s", name, dict(configs) or "the broker defaults")
+
+    def _apply_configs(self, name: str, cfg: LogConfig) -> None:
+        self._log_configs[name] = cfg
+        for (topic, _), lg in self._partitions.items():
+            if topic == name:
+                lg.config = cfg
 
     def validate_add_partitions(self, name: str, count: int) -> TopicInfo:
         """Check a CreatePartitions entry; returns the topic's current TopicInfo or raises the Kafka error."""

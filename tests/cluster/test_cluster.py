@@ -334,3 +334,27 @@ def test_zookeeper_ensemble_of_three_loses_its_leader(tmp_path):
         assert {owner(cluster, b) for b in cluster.brokers} == set(sessions.values())  # sessions survived
         assert cluster.registered() == {1, 2, 3}
         assert len(consume(cluster.bootstrap, "quorum", range(3), 15)) == 15
+
+
+def test_topic_config_altered_through_one_broker_applies_on_the_leader(cluster):
+    create(cluster, "cfg", 1)
+    leader = cluster.state("cfg", 0).leader
+    other = next(b for i, b in cluster.brokers.items() if i != leader)
+    resp = raw_call(other.port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
+        "resource_type": 2, "resource_name": "cfg",
+        "configs": [{"name": "max.message.bytes", "config_operation": 0, "value": "300"}]}]})
+    assert resp.responses[0].error_code == 0
+    data, _ = cluster.zk.get(znodes.config_topic_path("cfg"))
+    assert znodes.TopicConfig.decode("cfg", data).config == {"max.message.bytes": "300"}
+
+    def leader_says():
+        r = raw_call(cluster.brokers[leader].port, ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [
+            {"resource_type": 2, "resource_name": "cfg", "configuration_keys": ["max.message.bytes"]}]})
+        c = r.results[0].configs[0]
+        return (c.value, c.config_source) == ("300", 1)
+    wait_for(leader_says, what="the leader to report the new max.message.bytes")
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "message.timeout.ms": 10000})
+    errs = []
+    p.produce("cfg", value=b"x" * 1000, on_delivery=lambda err, m: errs.append(err))
+    p.flush(15)
+    assert errs and errs[0] is not None and errs[0].name() == "MSG_SIZE_TOO_LARGE", errs

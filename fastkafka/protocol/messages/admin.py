@@ -93,3 +93,39 @@ DESCRIBE_CONFIGS = declare(32, "DescribeConfigs", max_version=2, first_flexible=
           value              string  null
           source             int8
 """)
+
+ALTER_CONFIGS = declare(33, "AlterConfigs", max_version=1, first_flexible=2, request="""
+    resources                []
+      resource_type          int8
+      resource_name          string
+      configs                []
+        name                 string
+        value                string  null
+    validate_only            bool
+""", response="""
+    throttle_time_ms         int32
+    responses                []      <resources
+      error_code             int16
+      error_message          string  null  =null
+      resource_type          int8    <resource_type
+      resource_name          string  <resource_name
+""")
+
+INCREMENTAL_ALTER_CONFIGS = declare(44, "IncrementalAlterConfigs", max_version=1, first_flexible=1,
+                                    request="""
+    resources                []
+      resource_type          int8
+      resource_name          string
+      configs                []
+        name                 string
+        config_operation     int8
+        value                string  null
+    validate_only            bool
+""", response="""
+    throttle_time_ms         int32
+    responses                []      <resources
+      error_code             int16
+      error_message          string  null  =null
+      resource_type          int8    <resource_type
+      resource_name          string  <resource_name
+""")

@@ -10,7 +10,7 @@ from fastkafka.protocol import ApiKey
 from .admin import handle_create_partitions, handle_create_topics, handle_delete_records, handle_delete_topics
 from .api_versions import handle_api_versions
 from .cluster_admin import CLUSTER_ADMIN_RANGES
-from .configs import handle_describe_configs
+from .configs import handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs
 from .fetch import handle_fetch
 from .group import GROUP_RANGES
 from .list_offsets import handle_list_offsets
@@ -30,6 +30,8 @@ RANGES = {
     ApiKey.DELETE_TOPICS: (handle_delete_topics, 0, 3),
     ApiKey.DELETE_RECORDS: (handle_delete_records, 0, 1),
     ApiKey.DESCRIBE_CONFIGS: (handle_describe_configs, 0, 2),
+    ApiKey.ALTER_CONFIGS: (handle_alter_configs, 0, 1),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (handle_incremental_alter_configs, 0, 1),
     ApiKey.CREATE_PARTITIONS: (handle_create_partitions, 0, 1),
 }
 

@@ -1,4 +1,11 @@
-"""DescribeConfigs v0–2 for topics (resource type 2) and this broker (type 4).
+"""DescribeConfigs v0–2, AlterConfigs v0–1 and IncrementalAlterConfigs v0–1, for topics (resource
+type 2) and this broker (type 4).
+
+Topic overrides change at run time as in Kafka: AlterConfigs replaces a topic's whole set,
+IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT (the last two on list-valued
+configs, from the override or else the default), both validated as at creation and taking effect
+on the topic's logs at once. Broker configs are not dynamic here yet: altering one answers
+INVALID_REQUEST naming it, as Kafka does for a config it cannot update dynamically.
 
 Topic entries list every topic-level property with its effective value and where it comes from
 (Kafka's ConfigSource): DYNAMIC_TOPIC_CONFIG for the topic's own overrides, STATIC_BROKER_CONFIG
@@ -9,12 +16,13 @@ v0 marks defaults with ``is_default``; v1+ with ``config_source`` and, on reques
 from __future__ import annotations
 
 from fastkafka import errors
-from fastkafka.config import KEYS, TOPIC_KEYS
+from fastkafka.config import KEYS, LIST, TOPIC_KEYS
 
-__all__ = ["handle_describe_configs"]
+__all__ = ["handle_describe_configs", "handle_alter_configs", "handle_incremental_alter_configs"]
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3     # IncrementalAlterConfigs' config_operation
 
 
 def _fmt(v) -> str | None:
@@ -97,3 +105,64 @@ def handle_describe_configs(ctx, req):
         out.append(cls.Results(error_code=code, error_message=msg, resource_type=r.resource_type,
                                resource_name=r.resource_name, configs=configs))
     return cls(throttle_time_ms=0, results=out)
+
+
+def _alter(ctx, req, new_configs):
+    """Run ``new_configs(resource, current overrides) -> overrides`` for each resource."""
+    out = []
+    for r in req.resources:
+        code, msg = 0, None
+        try:
+            if r.resource_type == TOPIC:
+                topics = ctx.broker.topics
+                info = topics.get(r.resource_name)
+                if info is None:
+                    raise errors.UnknownTopicOrPartitionError(f"topic {r.resource_name!r} does not exist")
+                topics.alter_configs(r.resource_name, new_configs(r, dict(info.configs)),
+                                     validate_only=bool(req.validate_only))
+            elif r.resource_type == BROKER:
+                names = ", ".join(sorted(c.name for c in r.configs))
+                raise errors.InvalidRequestError(f"Cannot update these configs dynamically: {names}")
+            else:
+                raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")
+        except errors.KafkaError as e:
+            code, msg = e.code, str(e) or None
+        out.append({"error_code": code, "error_message": msg, "resource_type": r.resource_type,
+                    "resource_name": r.resource_name})
+    return ctx.codec.api.response(throttle_time_ms=0, responses=out)
+
+
+def handle_alter_configs(ctx, req):
+    return _alter(ctx, req, lambda r, _current: {c.name: c.value for c in r.configs if c.value is not None})
+
+
+def _incremental(r, current: dict[str, str]) -> dict[str, str]:
+    names = [c.name for c in r.configs]
+    if len(set(names)) != len(names):
+        raise errors.InvalidRequestError("Error due to duplicate config keys")
+    for c in r.configs:
+        key = TOPIC_KEYS.get(c.name)
+        if key is None:
+            raise errors.InvalidConfigError(f"unknown topic configuration {c.name}")
+        if c.config_operation == SET:
+            current[c.name] = c.value
+        elif c.config_operation == DELETE:
+            current.pop(c.name, None)
+        elif c.config_operation in (APPEND, SUBTRACT):
+            verb = "append" if c.config_operation == APPEND else "subtract"
+            if key.type is not LIST:
+                raise errors.InvalidConfigError(f"Config value {verb} is not allowed for config key: {c.name}")
+            have = LIST(current.get(c.name, _fmt(key.default) or ""))
+            given = LIST(c.value or "")
+            if c.config_operation == APPEND:
+                have += [v for v in given if v not in have]
+            else:
+                have = [v for v in have if v not in given]
+            current[c.name] = ",".join(have)
+        else:
+            raise errors.InvalidRequestError(f"unknown config operation {c.config_operation}")
+    return current
+
+
+def handle_incremental_alter_configs(ctx, req):
+    return _alter(ctx, req, _incremental)
