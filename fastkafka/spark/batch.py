@@ -20,11 +20,11 @@ from typing import Iterator
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from . import planning
+from . import planning, pushdown
 from .broker import EARLIEST, LATEST, connect, discover, fetch_range, list_offsets, prefetched
 from .options import SourceOptions
 
-__all__ = ["BatchReader", "RangePartition", "read_range", "broker_offsets"]
+__all__ = ["BatchReader", "PushdownBatchReader", "RangePartition", "read_range", "broker_offsets"]
 
 
 class RangePartition(InputPartition):
@@ -75,17 +75,30 @@ class BatchReader(DataSourceReader):
 
     def __init__(self, opts: SourceOptions):
         self.opts = opts
+        self.pushed = pushdown.Pushed()
 
     def partitions(self) -> list:
-        opts = self.opts
+        opts, pushed = self.opts, self.pushed
         with connect(opts.bootstrap_servers, opts.request_timeout_ms) as cluster:
-            tps = discover(cluster, opts)
+            tps = [tp for tp in discover(cluster, opts)
+                   if pushed.partitions is None or tp[1] in pushed.partitions]
             earliest, latest = broker_offsets(cluster, tps)
             start = resolve(cluster, opts, opts.starting, tps, earliest, latest, "start")
             end = resolve(cluster, opts, opts.ending, tps, earliest, latest, "end")
+            at_time = {} if pushed.min_timestamp_ms is None or not tps else \
+                list_offsets(cluster, dict.fromkeys(tps, pushed.min_timestamp_ms))
         ranges = planning.plan_ranges(start, end, earliest=earliest,
                                       fail_on_data_loss=opts.fail_on_data_loss)
+        ranges = pushdown.narrow(ranges, pushed, at_time)
         return [RangePartition.of(r) for r in planning.split_ranges(ranges, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator:
         return read_range(self.opts, partition)
+
+
+class PushdownBatchReader(BatchReader):
+    """A batch reader that narrows its ranges by Spark's filters (option ``pushFilters``)."""
+
+    def pushFilters(self, filters: list) -> list:
+        self.pushed, rest = pushdown.push_filters(filters)
+        return rest

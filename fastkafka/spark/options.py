@@ -94,6 +94,10 @@ class SourceOptions:
     starting_timestamp_strategy: str = "error"
     fetch_max_bytes: int = 16 << 20
     request_timeout_ms: int = 30_000
+    # Batch reads narrow their offset ranges by Spark's filters (spark/pushdown.py). Opt-in:
+    # Spark refuses a reader that can push filters unless spark.sql.python.filterPushdown.enabled
+    # is set (off by default), so an unconditional pushFilters would break every default read.
+    push_filters: bool = False
 
     def matches(self, topic: str) -> bool:
         """Whether ``topic`` belongs to the subscription (``assign`` is decided per partition)."""
@@ -355,7 +359,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
         starting_timestamp_strategy=ts_strategy, fetch_max_bytes=fetch_max,
-        request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000))
+        request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000),
+        push_filters=_bool(opts, "pushFilters", False))
 
 
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")

@@ -46,8 +46,9 @@ class FastKafkaSource(DataSource):
         return spark_schema(str(flag).strip().lower() == "true")
 
     def reader(self, schema: StructType):
-        from .batch import BatchReader
-        return BatchReader(parse_source_options(self.options, streaming=False))
+        from .batch import BatchReader, PushdownBatchReader
+        opts = parse_source_options(self.options, streaming=False)
+        return (PushdownBatchReader if opts.push_filters else BatchReader)(opts)
 
     def streamReader(self, schema: StructType):
         from .stream import StreamReader
