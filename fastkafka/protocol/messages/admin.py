@@ -94,6 +94,16 @@ DESCRIBE_CONFIGS = declare(32, "DescribeConfigs", max_version=2, first_flexible=
           source             int8
 """)
 
+# AlterConfigs and IncrementalAlterConfigs answer alike: one error per resource.
+_ALTER_CONFIGS_RESPONSE = """
+    throttle_time_ms         int32
+    responses                []      <resources
+      error_code             int16
+      error_message          string  null  =null
+      resource_type          int8    <resource_type
+      resource_name          string  <resource_name
+"""
+
 ALTER_CONFIGS = declare(33, "AlterConfigs", max_version=1, first_flexible=2, request="""
     resources                []
       resource_type          int8
@@ -102,14 +112,7 @@ ALTER_CONFIGS = declare(33, "AlterConfigs", max_version=1, first_flexible=2, req
         name                 string
         value                string  null
     validate_only            bool
-""", response="""
-    throttle_time_ms         int32
-    responses                []      <resources
-      error_code             int16
-      error_message          string  null  =null
-      resource_type          int8    <resource_type
-      resource_name          string  <resource_name
-""")
+""", response=_ALTER_CONFIGS_RESPONSE)
 
 INCREMENTAL_ALTER_CONFIGS = declare(44, "IncrementalAlterConfigs", max_version=1, first_flexible=1,
                                     request="""
@@ -121,11 +124,4 @@ INCREMENTAL_ALTER_CONFIGS = declare(44, "IncrementalAlterConfigs", max_version=1
         config_operation     int8
         value                string  null
     validate_only            bool
-""", response="""
-    throttle_time_ms         int32
-    responses                []      <resources
-      error_code             int16
-      error_message          string  null  =null
-      resource_type          int8    <resource_type
-      resource_name          string  <resource_name
-""")
+""", response=_ALTER_CONFIGS_RESPONSE)

@@ -4,6 +4,8 @@ DescribeCluster, DescribeLogDirs, OffsetDelete and the ACL APIs.
 Notation: see :mod:`fastkafka.protocol.schema`. DescribeCluster is flexible from v0; DescribeLogDirs
 from v2.
 """
+import textwrap
+
 from ..schema import declare
 
 DESCRIBE_CLUSTER = declare(60, "DescribeCluster", max_version=1, first_flexible=0, request="""
@@ -63,7 +65,8 @@ OFFSET_DELETE = declare(47, "OffsetDelete", max_version=0, request="""
 
 # The ACL APIs are declared so that admin clients get Kafka's answer for a broker without an
 # authorizer (SECURITY_DISABLED) rather than a closed connection.
-DESCRIBE_ACLS = declare(29, "DescribeAcls", max_version=1, first_flexible=2, request="""
+# An ACL filter: DescribeAcls' request is one, DeleteAcls' request a list of them.
+_ACL_FILTER = """
     resource_type_filter     int8
     resource_name_filter     string  null
     pattern_type_filter      int8    v1+  =3
@@ -71,7 +74,10 @@ DESCRIBE_ACLS = declare(29, "DescribeAcls", max_version=1, first_flexible=2, req
     host_filter              string  null
     operation                int8
     permission_type          int8
-""", response="""
+"""
+
+DESCRIBE_ACLS = declare(29, "DescribeAcls", max_version=1, first_flexible=2, request=_ACL_FILTER,
+                        response="""
     throttle_time_ms         int32
     error_code               int16
     error_message            string  null  =null
@@ -104,14 +110,7 @@ CREATE_ACLS = declare(30, "CreateAcls", max_version=1, first_flexible=2, request
 
 DELETE_ACLS = declare(31, "DeleteAcls", max_version=1, first_flexible=2, request="""
     filters                  []
-      resource_type_filter   int8
-      resource_name_filter   string  null
-      pattern_type_filter    int8    v1+  =3
-      principal_filter       string  null
-      host_filter            string  null
-      operation              int8
-      permission_type        int8
-""", response="""
+""" + textwrap.indent(textwrap.dedent(_ACL_FILTER), " " * 6), response="""
     throttle_time_ms         int32
     filter_results           []      <filters
       error_code             int16
