@@ -22,6 +22,7 @@ Example::
 
     .venv/bin/python bench/bench_spark.py --records 10000000 --rounds 3
     .venv/bin/python bench/bench_spark.py --writer --records 2000000 --rounds 3
+    .venv/bin/python bench/bench_spark.py --pushdown --records 2000000 --rounds 3
 """
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def record_values(n: int, value_bytes: int, kind: str):
 
 
 def produce(bootstrap: str, topic: str, partitions: int, n: int, value_bytes: int,
-            values: str = "distinct") -> float:
+            values: str = "distinct", base_ts: int | None = None) -> float:
+    """Produce ``n`` records; with ``base_ts`` record i gets CreateTime ``base_ts + i`` ms."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -99,7 +101,10 @@ def produce(bootstrap: str, topic: str, partitions: int, n: int, value_bytes: in
     for i, value in enumerate(record_values(n, value_bytes, values)):
         while True:
             try:
-                p.produce(topic, value, partition=i % partitions)
+                if base_ts is None:
+                    p.produce(topic, value, partition=i % partitions)
+                else:
+                    p.produce(topic, value, partition=i % partitions, timestamp=base_ts + i)
                 break
             except BufferError:
                 p.poll(0.01)
@@ -147,6 +152,47 @@ def bench_writer(args, bootstrap: str, work: str) -> None:
         print(f"| {n:,} x {args.value_bytes} B, {label} | {n / f:,.0f} | {n / p:,.0f} | {p / f:.2f}x |")
 
 
+def bench_pushdown(args, bootstrap: str) -> None:
+    """A time-window query reading the last 1% of the topic, with filter pushdown (option
+    pushFilters) against the same query without it and against a full scan, alternating."""
+    import datetime as dt
+
+    import fastkafka.spark as fks
+    topic, n = "bench-window", args.records
+    base = int(time.time() * 1000) - n - 60_000
+    produce(bootstrap, topic, args.partitions, n, args.value_bytes, args.values, base_ts=base)
+    spark = fks.local_session("bench-spark", sql_shuffle_partitions=2, driver_memory="4g")
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    since = dt.datetime.fromtimestamp((base + n - n // 100) / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")
+    window = f"timestamp >= '{since}'"
+
+    def query(pushdown: bool, where: str | None):
+        df = (spark.read.format("fastkafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", topic).option("pushFilters", str(pushdown).lower()).load())
+        return lambda: (df.where(where) if where else df).selectExpr("count(*) AS n").collect()[0].n
+
+    future = dt.datetime.fromtimestamp(time.time() + 86_400).strftime("%Y-%m-%d %H:%M:%S")
+    queries = {"window, pushed": query(True, window), "window, not pushed": query(False, window),
+               "full scan": query(False, None),
+               # what any query costs before it reads a record: planning in Spark's Python workers
+               "empty window, pushed (fixed cost)": query(True, f"timestamp >= '{future}'")}
+    times: dict[str, list] = {name: [] for name in queries}
+    for r in range(-1, args.rounds):
+        for name, q in queries.items():
+            t, got = timed(q)
+            assert got == {"full scan": n}.get(name, 0 if name.startswith("empty") else n // 100), (name, got)
+            if r >= 0:
+                times[name].append(t)
+    spark.stop()
+    full = statistics.median(times["full scan"])
+    print()
+    print("| query (median of rounds) | seconds | / full scan |")
+    print("|---|---|---|")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        print(f"| {name} ({n:,} records, window = last 1%) | {med:.2f} | {med / full:.3f}x |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=10_000_000)
@@ -158,6 +204,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dir", default=None, help="work directory (default: a temp dir)")
     ap.add_argument("--writer", action="store_true",
                     help="measure df.write.format('fastkafka') against a Parquet write instead")
+    ap.add_argument("--pushdown", action="store_true",
+                    help="measure a 1%% time-window query with and without filter pushdown")
     args = ap.parse_args(argv)
 
     work = args.dir or tempfile.mkdtemp(prefix="bench-spark-")
@@ -165,6 +213,9 @@ def main(argv=None) -> int:
     try:
         if args.writer:
             bench_writer(args, bootstrap, work)
+            return 0
+        if args.pushdown:
+            bench_pushdown(args, bootstrap)
             return 0
         topic = "bench"
         t_produce = produce(bootstrap, topic, args.partitions, args.records, args.value_bytes,
