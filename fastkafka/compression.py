@@ -22,8 +22,11 @@ Wire formats, and why each is written the way it is:
 
 Every reader bounds its output by ``max_size`` *before* producing it: a payload that would
 decompress to more is a decompression bomb and raises :class:`~fastkafka.errors.CompressionError`
-having allocated at most ``max_size`` bytes. The codecs run in cramjam and zlib, both of which
-release the GIL while they work.
+having allocated at most ``max_size`` bytes. The codecs run in python-lz4 (lz4), cramjam (snappy,
+zstd) and zlib, all of which release the GIL while they work; ``bench/bench_codecs.py`` measured
+python-lz4 1.1x faster to compress and 1.3-1.4x faster to decompress than cramjam at equal settings.
+zstd stays on cramjam: zstandard's one-shot reader stops after the first frame and its stream reader
+does not report a truncated one, so it could not bound a multi-frame payload as safely.
 
 Example::
 
@@ -42,6 +45,7 @@ import struct
 import zlib
 
 import cramjam
+import lz4.frame
 
 from . import errors
 
@@ -68,13 +72,13 @@ _XERIAL_BLOCK = 32 * 1024  # snappy-java's default; also keeps output byte-ident
 _INT32 = struct.Struct(">i")
 _SNAPPY_FRAMED_MAGIC = b"\xff\x06\x00\x00sNaPpY"
 
-_LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _GZIP_MAGIC = b"\x1f\x8b"
 
 # cramjam's *_into functions report a too-small output buffer with this message; anything else
 # is corrupt input. Only an optimisation depends on it: an unrecognised message still ends in
 # CompressionError, after growing the buffer up to max_size.
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _OVERFLOW = "failed to write whole buffer"
 _FIRST_GUESS = 64 * 1024
 
@@ -104,8 +108,8 @@ def codec_name(codec: int) -> str:
 def compress(codec: int, data, level: int | None = None) -> bytes:
     """Compress ``data`` (any bytes-like) with ``codec`` in the format Kafka clients read.
 
-    ``level`` is the codec's own level (gzip 1-9, lz4 0-12, zstd 1-22); ``None`` picks the
-    codec's default (gzip 6 like Java, zstd 3 like Kafka).
+    ``level`` is the codec's own level (gzip 1-9, lz4 0-16, zstd 1-22); ``None`` picks the
+    codec's default (gzip 6 like Java, lz4's fast mode like librdkafka, zstd 3 like Kafka).
 
     >>> decompress(GZIP, compress(GZIP, b"abc"))
     b'abc'
@@ -116,9 +120,8 @@ def compress(codec: int, data, level: int | None = None) -> bytes:
     if codec == SNAPPY:
         return _xerial_encode(data)
     if codec == LZ4:
-        c = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
-        c.compress(data if type(data) is bytes else bytes(data))  # this one takes bytes only
-        return bytes(c.finish())
+        return lz4.frame.compress(data, compression_level=level or 0, block_linked=False,
+                                  content_checksum=False)
     if codec == ZSTD:
         return bytes(cramjam.zstd.compress(data, level=level))
     if codec == NONE:
@@ -153,7 +156,7 @@ def decompress(codec: int, data, max_size: int = DEFAULT_MAX) -> bytes:
     if codec == SNAPPY:
         return _snappy_decode(data, max_size)
     if codec == LZ4:
-        return _bounded(cramjam.lz4.decompress_into, "lz4", data, max_size, _lz4_declared_size(data))
+        return _lz4_decode(data, max_size)
     if codec == ZSTD:
         return _bounded(cramjam.zstd.decompress_into, "zstd", data, max_size, _zstd_declared_size(data))
     if codec == NONE:
@@ -258,6 +261,39 @@ def _snappy_raw(view, max_size: int) -> bytes:
     out = bytearray(size)
     _snappy_raw_into(view, out, size)
     return bytes(out)
+
+
+def _lz4_decode(data, max_size: int) -> bytes:
+    """One or more LZ4 frames, at most ``max_size`` bytes out. python-lz4 stops producing at
+    ``max_length``, so each frame is drained in steps: the declared content size (else a guess),
+    then doubling. A frame that still has output at ``max_size`` is a bomb; one that wants more
+    input was truncated. (A large ``max_length`` up front would cost its allocation every call.)"""
+    parts, total, rest = [], 0, data
+    while True:
+        declared = _lz4_declared_size(rest)
+        if declared is not None and declared > max_size - total:
+            raise _bomb("lz4", max_size)
+        d = lz4.frame.LZ4FrameDecompressor()
+        step = declared if declared else max(_FIRST_GUESS, 4 * len(rest))
+        try:
+            chunk = d.decompress(rest, max_length=min(step, max_size - total))
+            while True:
+                parts.append(chunk)
+                total += len(chunk)
+                if d.eof:
+                    break
+                if total >= max_size:
+                    if d.decompress(b"", max_length=1):
+                        raise _bomb("lz4", max_size)
+                    raise errors.CompressionError("corrupt lz4 payload: truncated frame")
+                chunk = d.decompress(b"", max_length=min(max(step, total), max_size - total))
+                if not chunk and d.needs_input:
+                    raise errors.CompressionError("corrupt lz4 payload: truncated frame")
+        except RuntimeError as exc:
+            raise errors.CompressionError(f"corrupt lz4 payload: {exc}") from None
+        rest = d.unused_data
+        if not rest:
+            return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _lz4_declared_size(data) -> int | None:
