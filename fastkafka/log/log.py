@@ -431,6 +431,13 @@ class Log:
         with self._lock:
             return self.producer_state.last_offsets()
 
+    def active_producers(self) -> list[tuple[int, int, int, int]]:
+        """``(producer_id, epoch, last_sequence, last_timestamp)`` of each producer this
+        partition remembers. Thread-safe."""
+        with self._lock:
+            return [(e.producer_id, e.epoch, e.last_seq, e.last_timestamp)
+                    for e in self.producer_state.active()]
+
     def remove_expired_producers(self, now: int, expiration_ms: int) -> int:
         """Forget producers whose newest batch is ``producer.id.expiration.ms`` old (Kafka
         judges by the batch's max timestamp); returns how many."""

@@ -190,6 +190,10 @@ class ProducerStateManager:
         return {pid: e.batches[-1].last_offset for pid, e in self.producers.items() if e.batches}
 
     # --- housekeeping ---
+    def active(self) -> list[ProducerStateEntry]:
+        """The producers this partition remembers, by id (DescribeProducers)."""
+        return [self.producers[pid] for pid in sorted(self.producers)]
+
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers silent for ``producer.id.expiration.ms``; returns how many."""
         gone = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms]

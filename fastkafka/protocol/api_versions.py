@@ -54,6 +54,7 @@ class ApiKey:
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
 
 
 API_NAMES: dict[int, str] = {key: api.name for key, api in sorted(APIS.items())}

@@ -160,3 +160,27 @@ def test_topic_configs_change_at_run_time(broker, kadmin):
     with pytest.raises(KafkaException) as e:
         a.incremental_alter_configs([missing])[missing].result(10)
     assert e.value.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
+
+
+def test_describe_producers_lists_idempotent_producers(broker, kadmin):
+    from confluent_kafka import Producer
+
+    from fastkafka.client.connection import BrokerConnection
+    from fastkafka.protocol import ApiKey
+    kadmin.create_topics([KNewTopic("idem", 2, 1)])
+    p = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    for i in range(10):
+        p.produce("idem", b"v%d" % i, partition=0)
+    assert p.flush(20) == 0
+    got = kadmin.describe_producers([TopicPartition("idem", 0), TopicPartition("idem", 1)])
+    by_p = {tp.partition: v.active_producers for tp, v in got.items()}
+    (prod,) = by_p[0]
+    assert (prod.last_sequence, prod.producer_epoch) == (9, 0) and prod.producer_id >= 0
+    assert by_p[1] == []
+    conn = BrokerConnection("127.0.0.1", broker.port)     # a partition that does not exist
+    conn.connect()
+    try:
+        resp = conn.request(ApiKey.DESCRIBE_PRODUCERS, {"topics": [{"name": "nope", "partition_indexes": [0]}]})
+    finally:
+        conn.close()
+    assert resp.topics[0].partitions[0].error_code == 3

@@ -1,5 +1,5 @@
 """Schemas of the cluster-administration APIs Kafka 3.x admin clients call beyond topics:
-DescribeCluster, DescribeLogDirs, OffsetDelete and the ACL APIs.
+DescribeCluster, DescribeLogDirs, DescribeProducers, OffsetDelete and the ACL APIs.
 
 Notation: see :mod:`fastkafka.protocol.schema`. DescribeCluster is flexible from v0; DescribeLogDirs
 from v2.
@@ -45,6 +45,27 @@ DESCRIBE_LOG_DIRS = declare(35, "DescribeLogDirs", max_version=4, first_flexible
           is_future_key      bool
       total_bytes            int64   v4+  =-1
       usable_bytes           int64   v4+  =-1
+""")
+
+DESCRIBE_PRODUCERS = declare(61, "DescribeProducers", max_version=0, first_flexible=0, request="""
+    topics                   []
+      name                   string
+      partition_indexes      []int32
+""", response="""
+    throttle_time_ms         int32
+    topics                   []      <topics
+      name                   string  <name
+      partitions             []      <partition_indexes
+        partition_index      int32   <.
+        error_code           int16
+        error_message        string  null  =null
+        active_producers     []
+          producer_id        int64
+          producer_epoch     int32
+          last_sequence      int32   =-1
+          last_timestamp     int64   =-1
+          coordinator_epoch  int32   =-1
+          current_txn_start_offset int64 =-1
 """)
 
 OFFSET_DELETE = declare(47, "OffsetDelete", max_version=0, request="""

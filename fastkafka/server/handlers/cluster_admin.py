@@ -1,9 +1,11 @@
-"""DescribeCluster, DescribeLogDirs and the ACL APIs (Kafka 3.x admin clients).
+"""DescribeCluster, DescribeLogDirs, DescribeProducers and the ACL APIs (Kafka 3.x admin clients).
 
 DescribeCluster answers what Metadata answers about brokers and the controller, plus the
 cluster's authorized operations when asked. DescribeLogDirs lists each ``log.dirs`` entry with
 the size of every partition in it (``offset_lag`` 0 and no future replicas: nothing moves
-between directories here) and, from v4, the file system's total and usable bytes. The ACL APIs
+between directories here) and, from v4, the file system's total and usable bytes.
+DescribeProducers lists the idempotent producers each partition's leader remembers (no
+transactions yet: coordinator epoch and transaction start stay -1). The ACL APIs
 answer SECURITY_DISABLED, Kafka's answer when no authorizer is configured.
 """
 from __future__ import annotations
@@ -68,6 +70,24 @@ def handle_describe_log_dirs(ctx, req):
     return ctx.codec.api.response(throttle_time_ms=0, error_code=0, results=results)
 
 
+def _partition_producers(topics, name: str, p: int) -> dict:
+    try:
+        active = topics.log(name, p).active_producers()
+    except errors.KafkaError as e:
+        return {"partition_index": p, "error_code": e.code, "error_message": str(e) or None,
+                "active_producers": []}
+    return {"partition_index": p, "error_code": 0, "active_producers": [
+        {"producer_id": pid, "producer_epoch": epoch, "last_sequence": seq, "last_timestamp": ts}
+        for pid, epoch, seq, ts in active]}
+
+
+def handle_describe_producers(ctx, req):
+    topics = ctx.broker.topics
+    return ctx.codec.api.response(throttle_time_ms=0, topics=[
+        {"name": t.name, "partitions": [_partition_producers(topics, t.name, p) for p in t.partition_indexes]}
+        for t in req.topics])
+
+
 def handle_describe_acls(ctx, req):
     return ctx.codec.api.response(throttle_time_ms=0, error_code=_SECURITY_DISABLED,
                                   error_message=_NO_AUTHORIZER, resources=[])
@@ -88,6 +108,7 @@ def handle_delete_acls(ctx, req):
 CLUSTER_ADMIN_RANGES = {
     ApiKey.DESCRIBE_CLUSTER: (handle_describe_cluster, 0, 1),
     ApiKey.DESCRIBE_LOG_DIRS: (handle_describe_log_dirs, 0, 4),
+    ApiKey.DESCRIBE_PRODUCERS: (handle_describe_producers, 0, 0),
     ApiKey.DESCRIBE_ACLS: (handle_describe_acls, 0, 1),
     ApiKey.CREATE_ACLS: (handle_create_acls, 0, 1),
     ApiKey.DELETE_ACLS: (handle_delete_acls, 0, 1),
