@@ -11,13 +11,28 @@ Example::
 """
 from __future__ import annotations
 
+from .admin import AdminClient
 from .config import ClientConfig
+from .consumer_connector import (Blacklist, ConsumerConnector, ConsumerTimeout, KafkaStream,
+                                 MessageAndMetadata, TopicFilter, Whitelist, create_consumer)
 from .metadata import Cluster
 from .partitioner import (HashPartitioner, Murmur2Partitioner, Partitioner, RandomPartitioner,
                           murmur2)
 from .producer import (CallbackHandler, DefaultEncoder, Encoder, Producer, ProducerData,
                        RecordMetadata, StringEncoder)
+from .simple_consumer import (EARLIEST_TIME, LATEST_TIME, FetchRequest, MessageAndOffset, MessageSet,
+                              SimpleConsumer)
 
-__all__ = ["ClientConfig", "Cluster", "Producer", "ProducerData", "RecordMetadata", "Encoder",
-           "DefaultEncoder", "StringEncoder", "CallbackHandler", "Partitioner",
-           "Murmur2Partitioner", "HashPartitioner", "RandomPartitioner", "murmur2"]
+__all__ = [
+    # the seeds' producer API
+    "Producer", "ProducerData", "RecordMetadata", "Encoder", "DefaultEncoder", "StringEncoder",
+    "CallbackHandler", "Partitioner", "Murmur2Partitioner", "HashPartitioner", "RandomPartitioner",
+    "murmur2",
+    # the seeds' simple consumer
+    "SimpleConsumer", "FetchRequest", "MessageSet", "MessageAndOffset", "EARLIEST_TIME", "LATEST_TIME",
+    # the seeds' high-level consumer
+    "create_consumer", "ConsumerConnector", "KafkaStream", "MessageAndMetadata", "TopicFilter",
+    "Whitelist", "Blacklist", "ConsumerTimeout",
+    # configuration, cluster metadata, administration
+    "ClientConfig", "Cluster", "AdminClient",
+]

@@ -1,12 +1,13 @@
 """PySpark data source ``fastkafka``: Spark's Kafka source and sink, served by fastkafka.
 
-Importing this package registers the format with the active SparkSession, if there is one;
-otherwise call :func:`register`. Options and schema are those of Spark's own Kafka connector.
+Installed, the format is found by name: Spark 4 registers the ``DefaultSource`` of the installed
+top-level module :mod:`pyspark_fastkafka` on its own. Importing this package also registers it
+with the active SparkSession, if there is one, and :func:`register` does so explicitly (Spark
+before 4.0's static lookup, or a session that started before the install). Options and schema are
+those of Spark's own Kafka connector.
 
 Example::
 
-    import fastkafka.spark
-    fastkafka.spark.register(spark)      # or: spark.dataSource.register(fastkafka.spark.FastKafkaSource)
     df = (spark.read.format("fastkafka").option("kafka.bootstrap.servers", "127.0.0.1:9092")
           .option("subscribe", "orders").load())
     df.selectExpr("CAST(value AS STRING)").show()
