@@ -72,16 +72,29 @@ def dump_log_file(path: str, out: TextIO, print_data: bool) -> int:
 
 
 def dump_index_file(path: str, out: TextIO) -> int:
+    """Print an index's entries. The index of an active segment is preallocated with zeros (and
+    so is one left by a crash): like Kafka's tool, stop at the first all-zero entry after the
+    first, which no real entry can be (offsets and timestamps only grow)."""
     base = int(os.path.basename(path).split(".")[0])
-    cls = TimeIndex if path.endswith(".timeindex") else OffsetIndex
-    idx = cls(path, base, writable=False)
-    ok = idx.is_valid()
-    for i in range(idx.entries):
-        a, b = idx.entry(i)
-        out.write(f"timestamp: {a} offset: {b}\n" if cls is TimeIndex else f"offset: {a} position: {b}\n")
+    time_index = path.endswith(".timeindex")
+    idx = (TimeIndex if time_index else OffsetIndex)(path, base, writable=False)
+    try:
+        prev, ok, shown = None, True, 0
+        for i in range(idx.entries):
+            a, b = idx.entry(i)
+            if i > 0 and (a, b) == ((0, base) if time_index else (base, 0)):
+                break
+            if prev is not None and (a <= prev[0] or b < prev[1]):
+                ok = False
+            prev = (a, b)
+            shown += 1
+            out.write(f"timestamp: {a} offset: {b}\n" if time_index else f"offset: {a} position: {b}\n")
+        if shown < idx.entries:
+            out.write(f"({idx.entries - shown} preallocated empty entries not shown)\n")
+    finally:
+        idx.close()
     if not ok:
         out.write("Index entries are not increasing: the index is corrupt and would be rebuilt\n")
-    idx.close()
     return 0 if ok else 1
 
 
@@ -102,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"Ignoring unknown file {path}", file=sys.stderr)
                 status = 2
+        except BrokenPipeError:
+            raise                # the reader went away: the command's main stops quietly
         except OSError as e:
             print(f"{path}: {e}", file=sys.stderr)
             status = 2

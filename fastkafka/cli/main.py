@@ -8,7 +8,9 @@ Example::
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
+import os
 import sys
 
 # name -> (module, one-line help). A tool is offered only once its module exists, so the
@@ -32,8 +34,16 @@ def available() -> dict[str, tuple[str, str]]:
 def usage(tools: dict[str, tuple[str, str]]) -> str:
     lines = ["usage: fastkafka COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<10} {help_}" for name, (_, help_) in tools.items()]
-    lines += ["", "`fastkafka COMMAND --help` explains each command."]
+    lines += ["", "`fastkafka COMMAND --help` explains each command; `fastkafka --version` prints the version."]
     return "\n".join(lines)
+
+
+def version() -> str:
+    """The installed package's version (what ``fastkafka --version`` prints)."""
+    try:
+        return importlib.metadata.version("fastkafka")
+    except importlib.metadata.PackageNotFoundError:   # run from a source tree, not installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,12 +52,21 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage(tools))
         return 0
+    if argv[0] in ("-V", "--version"):
+        print(version())
+        return 0
     name, rest = argv[0], argv[1:]
     if name not in tools:
         print(f"fastkafka: unknown command {name!r}\n\n{usage(tools)}", file=sys.stderr)
         return 2
     module = importlib.import_module(tools[name][0])
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly, as Unix tools do. Python would
+        # otherwise complain again when it flushes stdout at exit, so point it at devnull.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141      # 128 + SIGPIPE, what a shell reports for a tool killed by it
 
 
 if __name__ == "__main__":

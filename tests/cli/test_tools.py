@@ -106,3 +106,26 @@ def test_command_line_help_and_unreachable_broker():
                        text=True, timeout=30)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert "127.0.0.1:1" in r.stderr
+
+
+def test_version_and_a_closed_pipe():
+    import importlib.metadata
+    import subprocess
+    out = subprocess.run([sys.executable, "-m", "fastkafka", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == importlib.metadata.version("fastkafka")
+    # `fastkafka dump-log ... | head -1`: the reader goes away, the tool stops quietly
+    import tempfile
+    from fastkafka.config import LogConfig
+    from fastkafka.log import Log
+    from fastkafka.records import build_batch
+    d = tempfile.mkdtemp()
+    lg = Log(os.path.join(d, "t-0"), LogConfig(), clean_shutdown=True)
+    for i in range(2000):
+        lg.append(bytearray(build_batch([(b"k", b"v" * 50, [], 1000 + i)])))
+    lg.close()
+    dump = subprocess.Popen([sys.executable, "-m", "fastkafka", "dump-log", "--print-data-log",
+                             lg.segments[0].log_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    dump.stdout.readline()
+    dump.stdout.close()                          # what `head -1` does after one line
+    _, err = dump.communicate(timeout=60)
+    assert dump.returncode == 141 and b"Traceback" not in err and b"BrokenPipe" not in err, err

@@ -30,3 +30,24 @@ def test_dump_log_reports_corruption(make_log, capsys):
     assert main([path]) == 1
     out = capsys.readouterr().out
     assert out.count("isvalid: true") == 1 and "invalid bytes at batch at position" in out
+
+
+def test_dump_log_of_a_live_preallocated_index_prints_only_its_entries(make_log, capsys):
+    """The active segment's indexes are preallocated with zeros while the broker runs: only the
+    real entries are printed, and the index is not called corrupt."""
+    log = make_log(index_interval_bytes=50)
+    for i in range(6):
+        log.append(batch(2, ts=1000 + 10 * i, key=b"key"))
+    seg = log.active_segment                     # still open: not trimmed
+    entries = seg.offset_index().entries
+    assert entries > 0 and os_size(seg.index_path) > 8 * entries
+    assert main([seg.index_path, seg.time_index_path]) == 0
+    out = capsys.readouterr().out
+    assert out.count("offset: ") - out.count("timestamp: ") == entries       # offset index lines
+    assert "corrupt" not in out and "preallocated empty entries not shown" in out
+    log.close()
+
+
+def os_size(path):
+    import os
+    return os.path.getsize(path)
