@@ -1,7 +1,8 @@
 """LogManager: every partition log of a broker across ``log.dirs``, and their background work.
 
 Startup loads each ``<log.dir>/<topic>-<partition>/`` (recovering after an unclean shutdown,
-``num.recovery.threads.per.data.dir`` at a time), then schedules retention
+``num.recovery.threads.per.data.dir`` at a time) after taking each directory's ``.lock``
+(dir_lock.py: one broker per directory), then schedules retention
 (``log.retention.check.interval.ms``), producer-id expiration
 (``producer.id.expiration.check.interval.ms``), the flush.ms timer, the cleaner for compacted
 topics and the recovery-point / log-start-offset checkpoints. ``shutdown()`` flushes, checkpoints and
@@ -30,6 +31,7 @@ from ..config import KafkaConfig, LogConfig
 from .checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                           OffsetCheckpointFile)
 from .cleaner import LogCleaner
+from .dir_lock import LogDirLock
 from .files import FileCache
 from .log import Log, parse_topic_partition
 from .scheduler import Scheduler, wall_clock_ms
@@ -56,8 +58,14 @@ class LogManager:
         # Called with a Log after each append to it (the server's fetch long-poll wake-up).
         self.append_listeners: list[Callable[[Log], None]] = []
         self.cleaner = LogCleaner(self.config, clock=self.clock)
-        for d in self.log_dirs:
-            os.makedirs(d, exist_ok=True)
+        self._locks: list[LogDirLock] = []
+        try:
+            for d in self.log_dirs:
+                os.makedirs(d, exist_ok=True)
+                self._locks.append(LogDirLock(d))   # before anything reads or writes the dir
+        except BaseException:
+            self._release_locks()
+            raise
         self._load_logs()
         self._schedule_background()
         if start_scheduler:
@@ -213,3 +221,9 @@ class LogManager:
         for d in self.log_dirs:
             with open(os.path.join(d, CLEAN_SHUTDOWN_FILE), "w"):
                 pass
+        self._release_locks()
+
+    def _release_locks(self) -> None:
+        for lock in self._locks:
+            lock.release()
+        self._locks = []

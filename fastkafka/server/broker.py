@@ -22,6 +22,7 @@ import os
 import socket
 import threading
 
+from fastkafka import errors
 from fastkafka import protocol as P
 from fastkafka.cluster.embedded import EmbeddedMetadata
 from fastkafka.config import KafkaConfig
@@ -100,7 +101,10 @@ class Broker:
         try:
             if cfg["zookeeper.connect"]:
                 self._join_cluster()  # fails fast: ZooKeeper unreachable, broker.id in use
-            self.logs = LogManager(cfg)
+            try:
+                self.logs = LogManager(cfg)
+            except errors.KafkaStorageError as e:   # a log dir locked by another broker, unreadable
+                raise BrokerStartupError(str(e)) from None
             self.fetch_purgatory = Purgatory("fetch")
             if self.cluster is None:
                 self.metadata = EmbeddedMetadata(cfg.log_dirs[0])

@@ -1,4 +1,5 @@
 """LogManager: many partitions within the descriptor budget, clean shutdown, checkpoints, deletion."""
+import gc
 import os
 
 import pytest
@@ -25,12 +26,13 @@ def test_2000_partitions_stay_within_the_fd_budget(tmp_path, clock):
     for rnd in range(2):
         for lg in logs:
             lg.append(batch(1))
-            assert open_fds() - before <= budget + 2      # +2: slack for the test's own listdir
+            # +2: slack for the test's own listdir; +2: each log dir's .lock
+            assert open_fds() - before <= budget + 2 + 2
     assert mgr.files.open_count == budget
     for p in (0, 777, 1999):
         assert mgr.get_log("many", p).read(1, 1 << 20).length > 0
     # both dirs are used, the least loaded first
-    assert {len(os.listdir(tmp_path / d)) for d in "ab"} == {1000}
+    assert {len([n for n in os.listdir(tmp_path / d) if n.startswith("many-")]) for d in "ab"} == {1000}
     mgr.shutdown()
     assert open_fds() - before <= 2
     again = LogManager({"log.dirs": f"{tmp_path}/a,{tmp_path}/b", "log.max.open.files": budget},
@@ -59,6 +61,7 @@ def test_clean_shutdown_marker_and_checkpoints(tmp_path, clock):
     # crash (no shutdown): the next start revalidates from the recovery point
     path = lg.active_segment.log_path
     del mgr, lg
+    gc.collect()              # the crashed "process" is gone, and with it its .lock (flock)
     with open(path, "ab") as f:
         f.write(b"\xff" * 100)
     mgr = LogManager(cfg, clock=clock, start_scheduler=False)
@@ -123,3 +126,20 @@ def test_producer_ids_expire_on_the_schedule(tmp_path, clock):
     with pytest.raises(errors.OutOfOrderSequenceNumberError):
         lg.append(idem(2, 7, clock.now))                # producer 2 is still checked
     mgr.shutdown()
+
+
+def test_a_log_dir_is_locked_while_its_manager_runs(tmp_path, clock):
+    """Kafka's .lock: a second LogManager (another broker) on the same directory fails to start,
+    whatever its other directories; after a clean shutdown the directory is free again."""
+    from fastkafka.errors import KafkaStorageError
+    first = LogManager({"log.dirs": str(tmp_path / "a")}, clock=clock, start_scheduler=False)
+    first.get_or_create_log("t", 0).append(batch(1))
+    with pytest.raises(KafkaStorageError, match=r"Failed to acquire lock on file \.lock in .*a\. A Kafka "
+                                                r"instance in another process or thread is using this directory"):
+        LogManager({"log.dirs": f"{tmp_path}/b,{tmp_path}/a"}, clock=clock, start_scheduler=False)
+    second = LogManager({"log.dirs": str(tmp_path / "b")}, clock=clock, start_scheduler=False)  # b was let go
+    second.shutdown()
+    first.shutdown()
+    again = LogManager({"log.dirs": str(tmp_path / "a")}, clock=clock, start_scheduler=False)
+    assert again.get_log("t", 0).log_end_offset == 1
+    again.shutdown()

@@ -102,3 +102,34 @@ def test_missing_config_file(tmp_path):
     proc = serve_process("-c", str(tmp_path / "nope.properties"))
     code, err = exited(proc)
     assert code == 2 and "cannot read" in err
+
+
+def test_second_broker_on_the_same_log_dir_refuses_to_start(tmp_path):
+    """Kafka's .lock: the second broker exits with Kafka's message, the first keeps serving its
+    records; after the first stops cleanly the directory can be used again."""
+    data = tmp_path / "data"
+    p1, p2 = free_port(), free_port()
+    first = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{p1}", "--override", f"log.dirs={data}")
+    wait_listening(p1, first)
+    try:
+        prod = Producer({"bootstrap.servers": f"127.0.0.1:{p1}"})
+        prod.produce("locked", b"kept")
+        assert prod.flush(10) == 0
+        second = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{p2}", "--override", f"log.dirs={data}")
+        code, err = exited(second, timeout=30)
+        assert code == 1 and "Traceback" not in err
+        assert f"Failed to acquire lock on file .lock in {data}" in err, err
+        assert first.poll() is None
+    finally:
+        code, err = stop(first)
+    assert code == 0, err
+    third = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{p2}", "--override", f"log.dirs={data}")
+    wait_listening(p2, third)
+    try:
+        c = Consumer({"bootstrap.servers": f"127.0.0.1:{p2}", "group.id": "g"})
+        c.assign([TopicPartition("locked", 0, 0)])
+        m = c.poll(10)
+        assert m is not None and m.value() == b"kept"
+        c.close()
+    finally:
+        assert stop(third)[0] == 0
