@@ -294,6 +294,12 @@ define_topic("follower.replication.throttled.replicas", LIST, "", throttled_repl
 define("broker.id", INT, 0, at_least(0), "This broker's id (the controller id in embedded mode).")
 define("listeners", LIST, "PLAINTEXT://:9092", None, "NAME://host:port to listen on, comma-separated; "
        "an empty host means every interface, port 0 an ephemeral port.")
+define("listener.security.protocol.map", LIST,
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", None,
+       "LISTENER_NAME:SECURITY_PROTOCOL pairs. Only PLAINTEXT is implemented yet: a listener "
+       "mapped to another protocol is a start-up error, never served in plaintext.")
+define("security.inter.broker.protocol", STRING, "PLAINTEXT", one_of("PLAINTEXT"),
+       "Security protocol between brokers; only PLAINTEXT is implemented yet.")
 define("advertised.listeners", LIST, None, None, "Addresses given to clients in Metadata; defaults to "
        "listeners (an empty host is replaced by this machine's name).")
 define("num.network.threads", INT, 1, at_least(1), "Network processor threads (each its own selector).")

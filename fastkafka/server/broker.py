@@ -46,6 +46,29 @@ class BrokerStartupError(RuntimeError):
     """The broker cannot start (port busy, log dir unwritable, bad listener); the message says why."""
 
 
+IMPLEMENTED_PROTOCOLS = ("PLAINTEXT",)
+
+
+def _check_security_protocols(listeners, protocol_map: list[str]) -> None:
+    """Every listener's security protocol (``listener.security.protocol.map``) must be one this
+    broker implements: serving an ``SSL://`` listener in plaintext would be worse than failing."""
+    mapping = {}
+    for pair in protocol_map:
+        name, sep, proto = pair.partition(":")
+        if not sep:
+            raise BrokerStartupError(f"listener.security.protocol.map: {pair!r} is not NAME:PROTOCOL")
+        mapping[name.strip().upper()] = proto.strip().upper()
+    for name, _host, _port in listeners:
+        proto = mapping.get(name)
+        if proto is None:
+            raise BrokerStartupError(f"No security protocol defined for listener {name}")
+        if proto not in IMPLEMENTED_PROTOCOLS:
+            raise BrokerStartupError(
+                f"listener {name} uses security protocol {proto}, which this broker does not "
+                f"implement yet (only {', '.join(IMPLEMENTED_PROTOCOLS)}); refusing to serve it "
+                "unencrypted and unauthenticated")
+
+
 def _check_writable(path: str) -> None:
     try:
         os.makedirs(path, exist_ok=True)
@@ -85,6 +108,7 @@ class Broker:
             raise BrokerStartupError(str(e)) from None
         if not listeners:
             raise BrokerStartupError("listeners is empty")
+        _check_security_protocols(listeners, cfg["listener.security.protocol.map"])
         for d in cfg.log_dirs:
             _check_writable(d)
         self.advertised = P.Advertised(ranges=advertised_apis())

@@ -133,3 +133,22 @@ def test_second_broker_on_the_same_log_dir_refuses_to_start(tmp_path):
         c.close()
     finally:
         assert stop(third)[0] == 0
+
+
+@pytest.mark.parametrize("listeners, protocol_map, named", [
+    ("SSL://127.0.0.1:{port}", None, "SSL"),
+    ("SASL_SSL://127.0.0.1:{port}", None, "SASL_SSL"),
+    ("SASL_PLAINTEXT://127.0.0.1:{port}", None, "SASL_PLAINTEXT"),
+    ("CLIENT://127.0.0.1:{port}", "CLIENT:SSL", "SSL"),
+])
+def test_unimplemented_security_protocol_is_a_startup_error(tmp_path, listeners, protocol_map, named):
+    """Until TLS and SASL exist, such a listener must not be served in plaintext."""
+    port = free_port()
+    args = ["--override", "listeners=" + listeners.format(port=port), "--override", f"log.dirs={tmp_path}"]
+    if protocol_map:
+        args += ["--override", f"listener.security.protocol.map={protocol_map}"]
+    code, err = exited(serve_process(*args), timeout=30)
+    assert code == 1 and "Traceback" not in err
+    assert f"security protocol {named}, which this broker does not implement yet" in err, err
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
