@@ -313,6 +313,10 @@ define("socket.send.buffer.bytes", INT, 102400, at_least(-1), "SO_SNDBUF for cli
 define("socket.receive.buffer.bytes", INT, 102400, at_least(-1), "SO_RCVBUF for client sockets (-1: OS).")
 define("max.connections", INT, INT_MAX, at_least(0), "At this many connections the broker stops "
        "accepting until one closes.")
+define("max.connections.per.ip", INT, INT_MAX, at_least(0), "Connections one client address may "
+       "hold; a further one is closed right after accept.")
+define("max.connections.per.ip.overrides", LIST, "", None, "host:count pairs overriding "
+       "max.connections.per.ip for those addresses.")
 define("connections.max.idle.ms", LONG, 600_000, at_least(1), "Close connections idle this long.")
 define("auto.create.topics.enable", BOOLEAN, True, None, "Create unknown topics on Metadata requests "
        "that allow it.")

@@ -95,6 +95,18 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _raise_open_files_limit() -> None:
+    """Every connection and open segment is a descriptor: lift the soft limit to the hard one,
+    as Kafka's packaging and most servers do, so thousands of clients fit."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as e:
+            log.warning("cannot raise the open files limit from %d to %d: %s", soft, hard, e)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fastkafka serve", description="Start a Kafka-compatible broker.")
     p.add_argument("properties", nargs="?", help="server.properties file (same as -c)")
@@ -129,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     for key in config.unknown:
         log.warning("unknown configuration %s=%r ignored", key, props[key])
 
+    _raise_open_files_limit()
     stop = threading.Event()
 
     def on_signal(signum, _frame):

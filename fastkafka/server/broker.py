@@ -114,11 +114,13 @@ class Broker:
         self.advertised = P.Advertised(ranges=advertised_apis())
         dispatcher = Dispatcher(self, HANDLERS, self.advertised)
         self._channel = RequestChannel(dispatcher.handle, cfg["num.io.threads"])
-        self.socket_server = SocketServer(
-            cfg["listeners"], self._channel.submit,
-            num_network_threads=cfg["num.network.threads"], max_connections=cfg["max.connections"],
-            max_request_bytes=cfg["socket.request.max.bytes"], idle_ms=cfg["connections.max.idle.ms"])
         try:
+            self.socket_server = SocketServer(
+                cfg["listeners"], self._channel.submit,
+                num_network_threads=cfg["num.network.threads"], max_connections=cfg["max.connections"],
+                max_connections_per_ip=cfg["max.connections.per.ip"],
+                max_connections_per_ip_overrides=cfg["max.connections.per.ip.overrides"],
+                max_request_bytes=cfg["socket.request.max.bytes"], idle_ms=cfg["connections.max.idle.ms"])
             self.socket_server.bind()  # before loading logs: a busy port fails fast
         except ListenerError as e:
             raise BrokerStartupError(str(e)) from None

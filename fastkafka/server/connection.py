@@ -1,7 +1,9 @@
 """One client connection as a processor sees it: incoming frames, mute state, the response going out.
 
-Reading: bytes are received into a per-connection scratch buffer (no ``bytes`` object per
-``recv``) and fed to the protocol's :class:`~fastkafka.protocol.FrameDecoder`, which hands
+Reading: bytes are received into the processor's scratch buffer (no ``bytes`` object per
+``recv``; one buffer per processor thread, which reads one connection at a time, so an idle
+connection costs a few hundred bytes rather than the buffer) and fed to the protocol's
+:class:`~fastkafka.protocol.FrameDecoder`, which copies what it keeps and hands
 back each complete frame as a writable ``memoryview`` that stays valid after later reads —
 the produce path patches offsets in place inside it (DESIGN §3), possibly on another thread.
 A large frame (a produce request) is instead received straight into a buffer of its own size:
@@ -27,11 +29,11 @@ from fastkafka.protocol import FrameDecoder, FramingError
 
 from .send import Send
 
-__all__ = ["Connection", "FrameError"]
+__all__ = ["Connection", "FrameError", "SCRATCH_BYTES"]
 
-# Large enough that a 1 MiB produce request arrives in a few reads; the decoder copies each
-# read once into the frame's buffer.
-_SCRATCH = 256 * 1024
+# The processor's scratch buffer: large enough that a 1 MiB produce request arrives in a few
+# reads; the decoder copies each read once into the frame's buffer.
+SCRATCH_BYTES = 256 * 1024
 # Frames at least this large that do not fit the read that starts them are received directly.
 _DIRECT = 64 * 1024
 _SIZE = struct.Struct(">i")
@@ -40,7 +42,7 @@ FrameError = FramingError
 
 
 class Connection:
-    __slots__ = ("id", "sock", "fd", "peer", "listener", "frames", "_decoder", "_scratch",
+    __slots__ = ("id", "sock", "fd", "peer", "listener", "frames", "_decoder",
                  "muted", "send", "closed", "last_active", "events", "_max_frame", "_body", "_have",
                  "inline_response")
 
@@ -52,7 +54,6 @@ class Connection:
         self.listener = listener
         self.frames: deque[memoryview] = deque()   # complete frames not yet dispatched
         self._decoder = FrameDecoder(max_frame)
-        self._scratch = memoryview(bytearray(_SCRATCH))
         self.muted = False      # a request of this connection is being handled
         self.send: Send | None = None
         self.closed = False
@@ -64,8 +65,9 @@ class Connection:
         self.inline_response = None            # set by a handler that answered on the processor thread
 
     # --- reading ---
-    def read(self) -> bool:
-        """Receive what the socket has; False on EOF. Raises FrameError, OSError."""
+    def read(self, scratch: memoryview) -> bool:
+        """Receive what the socket has through ``scratch`` (the processor's buffer, free again
+        when this returns); False on EOF. Raises FrameError, OSError."""
         self.last_active = time.monotonic()
         body = self._body
         if body is not None:
@@ -79,8 +81,8 @@ class Connection:
             return True
         decoder = self._decoder
         pending = decoder.pending
-        scratch = self._scratch
-        n = self.sock.recv_into(scratch, min(decoder.wanted(), _SCRATCH) if pending else _SCRATCH)
+        room = len(scratch)
+        n = self.sock.recv_into(scratch, min(decoder.wanted(), room) if pending else room)
         if n == 0:
             return False
         if not pending and n >= 4:

@@ -19,7 +19,7 @@ import time
 from collections import deque
 from typing import Callable
 
-from .connection import Connection, FrameError
+from .connection import SCRATCH_BYTES, Connection, FrameError
 from .send import Send
 
 __all__ = ["Processor", "Request"]
@@ -68,13 +68,15 @@ class Processor(threading.Thread):
     """Owns its connections; thread-safe entry points are :meth:`assign`, :meth:`complete`, :meth:`shutdown`."""
 
     def __init__(self, index: int, submit: Callable[[Request], None], *, max_frame: int,
-                 idle_ms: int, on_close: Callable[[Connection], None]):
+                 idle_ms: int, on_close: Callable[[tuple], None]):
         super().__init__(name=f"fastkafka-network-{index}", daemon=True)
         self.index = index
         self._submit = submit
         self._max_frame = max_frame
         self._idle_s = idle_ms / 1000.0
         self._on_close = on_close
+        # every read of every connection of this thread goes through this one buffer
+        self._scratch = memoryview(bytearray(SCRATCH_BYTES))
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -180,7 +182,7 @@ class Processor(threading.Thread):
             sock, peer, listener = self._new.popleft()
             if self._draining:
                 sock.close()
-                self._on_close(None)
+                self._on_close(peer)
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -204,7 +206,7 @@ class Processor(threading.Thread):
 
     def _on_readable(self, conn: Connection) -> None:
         try:
-            if not conn.read():
+            if not conn.read(self._scratch):
                 self._close(conn)
                 return
         except (BlockingIOError, InterruptedError):
@@ -293,4 +295,4 @@ class Processor(threading.Thread):
         self._set_interest(conn, 0)
         self._conns.pop(conn.fd, None)
         conn.close()
-        self._on_close(conn)
+        self._on_close(conn.peer)

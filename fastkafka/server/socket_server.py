@@ -2,7 +2,9 @@
 
 The acceptor accepts on every listener and hands sockets to processors round-robin. At
 ``max.connections`` it stops accepting (new clients wait in the listen backlog, as with
-Kafka's connection quota) until a connection closes.
+Kafka's connection quota) until a connection closes. A client address already holding
+``max.connections.per.ip`` (or its ``max.connections.per.ip.overrides`` count) has any further
+connection closed right after accept, as Kafka does.
 
 Example::
 
@@ -12,7 +14,10 @@ Example::
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import errno
+import gc
 import logging
 import selectors
 import socket
@@ -24,6 +29,29 @@ from .processor import Processor, Request
 __all__ = ["SocketServer", "parse_listener", "ListenerError"]
 
 log = logging.getLogger("fastkafka.server")
+
+
+# Give memory back to the OS once this many connections closed and at most half remain.
+TRIM_AFTER_CLOSES = 1000
+
+
+def _malloc_trim():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):      # not glibc: nothing to trim
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
+def release_free_memory() -> None:
+    """Collect cycles (closed connections can sit in them), then return the C heap's free
+    pages to the OS (glibc ``malloc_trim``; elsewhere only the collection)."""
+    gc.collect()
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 class ListenerError(ValueError):
@@ -52,11 +80,33 @@ def parse_listener(spec: str) -> tuple[str, str, int]:
     return name.upper(), host, port_n
 
 
+def parse_ip_overrides(entries) -> dict[str, int]:
+    """``max.connections.per.ip.overrides`` entries ``"host:count"`` -> ``{ip: count}`` (host
+    names are resolved once, as Kafka does at start-up).
+
+    >>> parse_ip_overrides(["127.0.0.1:5", "[::1]:7"])
+    {'127.0.0.1': 5, '::1': 7}
+    """
+    out = {}
+    for entry in entries:
+        host, sep, count = entry.strip().rpartition(":")
+        if not sep or not count.strip().isdigit():
+            raise ListenerError(f"max.connections.per.ip.overrides: {entry!r} is not host:count")
+        host = host.strip("[]")
+        try:
+            ip = socket.getaddrinfo(host, None)[0][4][0]
+        except socket.gaierror as e:
+            raise ListenerError(f"max.connections.per.ip.overrides: cannot resolve {host!r}: {e}") from None
+        out[ip] = int(count)
+    return out
+
+
 class SocketServer:
     """Thread-safe ``start`` / ``shutdown``; ``bound`` maps listener name -> (host, port) after start."""
 
     def __init__(self, listeners: list[str], submit: Callable[[Request], None], *,
                  num_network_threads: int = 3, max_connections: int = 2**31 - 1,
+                 max_connections_per_ip: int = 2**31 - 1, max_connections_per_ip_overrides=(),
                  max_request_bytes: int = 104857600, idle_ms: int = 600_000, backlog: int = 128):
         self._specs = [parse_listener(s) for s in listeners]
         names = [n for n, _, _ in self._specs]
@@ -64,9 +114,13 @@ class SocketServer:
             raise ListenerError(f"listener names must be unique: {names}")
         self._submit = submit
         self._max_connections = max_connections
+        self._max_per_ip = max_connections_per_ip
+        self._ip_limits = parse_ip_overrides(max_connections_per_ip_overrides)
+        self._per_ip: dict[str, int] = {}     # open connections per client address
         self._backlog = backlog
         self._lock = threading.Condition()
         self._count = 0
+        self._peak = 0          # most connections open since memory was last given back
         self._stopping = False
         self.bound: dict[str, tuple[str, int]] = {}
         self._listen: list[tuple[socket.socket, str]] = []
@@ -136,10 +190,25 @@ class SocketServer:
             return self._count
 
     # --- acceptor thread ---
-    def _closed(self, conn) -> None:
+    def _closed(self, peer) -> None:
+        """A connection from ``peer`` (address tuple) closed (called by its processor)."""
         with self._lock:
             self._count -= 1
+            left = self._per_ip.get(peer[0], 0) - 1
+            if left > 0:
+                self._per_ip[peer[0]] = left
+            else:
+                self._per_ip.pop(peer[0], None)
             self._lock.notify_all()
+            # Many connections gone at once (a client fleet restarting, a connection storm
+            # over): hand the memory they used back to the OS. Freed Python objects leave the
+            # C heap fragmented and glibc keeps it; without this, RSS stays at its peak.
+            self._peak = max(self._peak, self._count + 1)
+            trim = self._peak - self._count >= TRIM_AFTER_CLOSES and self._count <= self._peak // 2
+            if trim:
+                self._peak = self._count
+        if trim:
+            release_free_memory()
 
     def _accept_loop(self) -> None:
         sel = selectors.DefaultSelector()
@@ -167,8 +236,17 @@ class SocketServer:
                         self._lock.wait(0.1)
                         self._lock.release()
                         continue
+                    ip = peer[0]
                     with self._lock:
-                        self._count += 1
+                        over = self._per_ip.get(ip, 0) >= self._ip_limits.get(ip, self._max_per_ip)
+                        if not over:
+                            self._count += 1
+                            self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
+                    if over:   # Kafka's connection quota: accepted, then closed at once
+                        log.info("Rejected connection from %s, address already has the configured "
+                                 "maximum of %d connections.", ip, self._ip_limits.get(ip, self._max_per_ip))
+                        client.close()
+                        continue
                     self.processors[rr % len(self.processors)].assign(client, peer, key.data)
                     rr += 1
                     if self._count >= self._max_connections:

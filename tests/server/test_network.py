@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from brokers import running_broker
 from fastkafka.server.send import FileRegion
 from fastkafka.server.socket_server import ListenerError, SocketServer, parse_listener
 
@@ -205,3 +206,41 @@ def test_busy_port_is_a_clear_error(server):
     other = SocketServer([f"PLAINTEXT://127.0.0.1:{server.port}"], submit=Echo())
     with pytest.raises(ListenerError, match="address already in use"):
         other.bind()
+
+
+def _api_versions_ok(sock) -> bool:
+    """One ApiVersions round trip; False when the broker closed the connection instead."""
+    import struct as _struct
+    from fastkafka import protocol as _P
+    try:
+        sock.sendall(bytes(_P.encode_request(_P.ApiKey.API_VERSIONS, 0, 1, {}, "t")))
+        head = sock.recv(4, socket.MSG_WAITALL)
+        if len(head) < 4:
+            return False
+        return len(sock.recv(_struct.unpack(">i", head)[0], socket.MSG_WAITALL)) > 0
+    except (ConnectionResetError, BrokenPipeError):
+        return False
+
+
+@pytest.mark.parametrize("props, allowed", [
+    ({"max_connections_per_ip": 3}, 3),
+    ({"max_connections_per_ip": 1, "max_connections_per_ip_overrides": "127.0.0.1:4"}, 4),
+])
+def test_max_connections_per_ip(tmp_path, props, allowed):
+    with running_broker(tmp_path, **props) as b:
+        held = [socket.create_connection(("127.0.0.1", b.port), timeout=5) for _ in range(allowed)]
+        assert all(_api_versions_ok(s) for s in held)
+        extra = socket.create_connection(("127.0.0.1", b.port), timeout=5)
+        assert not _api_versions_ok(extra)          # closed by the broker right after accept
+        extra.close()
+        held.pop().close()
+        deadline = time.monotonic() + 5
+        while True:                                   # the close reaches the broker's count
+            again = socket.create_connection(("127.0.0.1", b.port), timeout=5)
+            if _api_versions_ok(again) or time.monotonic() > deadline:
+                break
+            again.close()
+            time.sleep(0.05)
+        assert _api_versions_ok(again)
+        for s in held + [again]:
+            s.close()
