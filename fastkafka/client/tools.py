@@ -10,13 +10,15 @@ Example::
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 from fastkafka import errors
 
 from .config import ClientConfig, ConfigException
 
-__all__ = ["tool_parser", "client_config", "run", "parse_pairs", "ToolError"]
+__all__ = ["tool_parser", "client_config", "run", "parse_pairs", "ToolError", "Terminated"]
 
 
 class ToolError(Exception):
@@ -50,12 +52,27 @@ def client_config(args, **overrides) -> ClientConfig:
     return ClientConfig(props)
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C, so a tool's cleanup (commit, leave the group) runs."""
+
+
+def _raise_terminated(_signum, _frame):
+    raise Terminated()
+
+
 def run(fn, prog: str = "fastkafka") -> int:
-    """Call ``fn()``; report KafkaError / config / OS errors as ``prog: error: ...``."""
+    """Call ``fn()``; report KafkaError / config / OS errors as ``prog: error: ...``. Ctrl-C and
+    SIGTERM unwind ``fn`` (its ``finally`` blocks run, as Kafka's tools run their shutdown hooks)
+    and exit 130 / 143, like a JVM tool."""
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         return int(fn() or 0)
     except KeyboardInterrupt:
         return 130
+    except Terminated:
+        return 143
     except BrokenPipeError:       # `fastkafka consume ... | head`
         return 0
     except (errors.KafkaError, ConfigException, ToolError, OSError, ValueError) as e:
@@ -64,3 +81,6 @@ def run(fn, prog: str = "fastkafka") -> int:
         print(f"{prog}: error: {detail}" + (f" ({name})" if name and name not in detail else ""),
               file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
