@@ -114,12 +114,19 @@ class AdminClient:
 
     # -- offsets --------------------------------------------------------------------------
 
+    def partitions(self, topic: str) -> list[int]:
+        """The sorted partition ids of ``topic``. Like Kafka's admin client this never creates
+        the topic (Metadata with allow_auto_topic_creation=False): a topic that does not exist
+        raises UnknownTopicOrPartitionError at once."""
+        return sorted(self.describe_topics([topic])[topic].partitions)
+
     def list_offsets(self, topic: str, timestamp: int) -> dict[int, int]:
         """Per partition, the offset for ``timestamp`` (-1 latest, -2 earliest, else the
-        first offset with a timestamp >= it; -1 if none)."""
+        first offset with a timestamp >= it; -1 if none). An unknown topic raises
+        UnknownTopicOrPartitionError and is not created."""
         out = {}
         by_leader: dict[int, list[int]] = {}
-        for p in self.cluster.partitions_for(topic):
+        for p in self.partitions(topic):
             by_leader.setdefault(self.cluster.leader_for(topic, p), []).append(p)
         for node, parts in by_leader.items():
             conn = self.cluster.connection(node)

@@ -78,7 +78,8 @@ def test_consume_as_group_then_groups_describe_and_reset(broker, capsys):
     assert "cli-group" in capsys.readouterr().out
     assert run(groups, broker, "describe", "cli-group") == 0
     assert "cli-g\t0\t4\t4\t0" in capsys.readouterr().out
-    assert run(groups, broker, "reset-offsets", "cli-group", "--topic", "cli-g", "--to-offset", "1") == 0
+    assert run(groups, broker, "reset-offsets", "cli-group", "--topic", "cli-g", "--to-offset", "1",
+               "--execute") == 0
     capsys.readouterr()
     assert run(groups, broker, "describe", "cli-group") == 0
     assert "cli-g\t0\t1\t4\t3" in capsys.readouterr().out
