@@ -19,7 +19,9 @@ Example::
 from __future__ import annotations
 
 import os
+import shutil
 import threading
+import uuid
 from bisect import bisect_right
 from typing import Callable, NamedTuple
 
@@ -518,17 +520,21 @@ class Log:
             self._st.forget()         # indexes dropped: the next append reopens them
 
     def delete(self) -> None:
-        """Remove the whole log: segments renamed then removed after the delete delay, then the dir."""
+        """Remove the whole log: segments renamed, the directory moved aside to
+        ``<topic>-<partition>.<id>-delete`` (Kafka's name) at once, so a topic of the same name
+        created before the delete delay is over gets a directory of its own, and removed after
+        the delay (``file.delete.delay.ms``): open handles keep working meanwhile."""
         with self._lock:
             self._st.deleted = True
             self._st.forget()
             gone = list(self._segments)
             for seg in gone:
                 seg.rename_to_deleted()
+            doomed = f"{self.dir}.{uuid.uuid4().hex}-delete"
+            os.rename(self.dir, doomed)
+
         def remove() -> None:
             for seg in gone:
-                seg.remove_files()
-            for name in os.listdir(self.dir) if os.path.isdir(self.dir) else ():
-                os.unlink(os.path.join(self.dir, name))
-            os.rmdir(self.dir)
+                seg.remove_files()        # drops cached descriptors (the paths moved with the dir)
+            shutil.rmtree(doomed, ignore_errors=True)
         self.scheduler.schedule(self.config.file_delete_delay_ms, remove)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
@@ -81,7 +82,10 @@ class LogManager:
             todo = []
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
-                if not os.path.isdir(path) or name.endswith("-delete"):
+                if name.endswith("-delete") and os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)   # deleted before a crash or restart
+                    continue
+                if not os.path.isdir(path):
                     continue
                 try:
                     tp = parse_topic_partition(path)

@@ -79,10 +79,15 @@ def test_delete_log_and_listeners(tmp_path, clock):
     lg.append(batch(1))
     assert woke == [("gone", 0)]
     assert mgr.delete_log("gone", 0) and mgr.get_log("gone", 0) is None
-    assert os.path.isdir(tmp_path / "gone-0")
+    # moved aside at once (a new gone-0 would get a directory of its own), removed after the delay
+    (doomed,) = [n for n in os.listdir(tmp_path) if n.startswith("gone-0.") and n.endswith("-delete")]
+    assert not os.path.exists(tmp_path / "gone-0")
+    again = mgr.get_or_create_log("gone", 0)
+    again.append(batch(1))
     clock.advance(1000)
     mgr.scheduler.run_due()
-    assert not os.path.exists(tmp_path / "gone-0")
+    assert not os.path.exists(tmp_path / doomed)
+    assert again.log_end_offset == 1 and os.listdir(tmp_path / "gone-0")   # the new log untouched
     mgr.shutdown()
 
 
