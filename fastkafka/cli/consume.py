@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import sys
+import threading
 import time
 
 from fastkafka.client.fetcher import EARLIEST, LATEST, Fetcher
@@ -118,6 +120,40 @@ def _run(args) -> int:
         print(f"Processed {count} records.", file=sys.stderr)
 
 
+class _StopSignals:
+    """While active, SIGINT and SIGTERM only note that a stop was asked: the group loop stops
+    between two records, so its final commit covers exactly the records that were written.
+    (An exception raised by the signal inside a blocked write() would commit a record that never
+    reached stdout.) A second signal stops at once, as a second Ctrl-C does."""
+
+    EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}     # 128 + signal, like a JVM tool
+
+    def __init__(self):
+        self.signum: int | None = None
+        self._previous: dict = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._note) for s in self.EXIT}
+        return self
+
+    def _note(self, signum, _frame):
+        if self.signum is not None:
+            raise KeyboardInterrupt
+        self.signum = signum
+
+    def __exit__(self, *exc):
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+
+    @property
+    def exit_code(self) -> int:
+        return self.EXIT.get(self.signum, 0)
+
+
+TICK_MS = 100   # the group loop wakes this often without records: to see a stop signal, flush
+
+
 def _run_group(args, write) -> int:
     from fastkafka.client.consumer_connector import ConsumerTimeout
 
@@ -125,23 +161,36 @@ def _run_group(args, write) -> int:
     props = {"group.id": args.group, "auto.offset.reset": "earliest" if args.from_beginning else "latest"}
     if args.zookeeper:
         props["zookeeper.connect"] = args.zookeeper
-    if args.timeout_ms is not None:
-        props["consumer.timeout.ms"] = args.timeout_ms
-    connector = create_consumer(client_config(args, **props))
+    # the tick wins over -X consumer.timeout.ms: --timeout-ms is counted here
+    config = client_config(args, **props).with_overrides(**{"consumer.timeout.ms": TICK_MS})
+    connector = create_consumer(config)
     count = 0
-    try:
-        stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
+    with _StopSignals() as stop:
         try:
-            for m in stream:
+            stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
+            idle_since = time.monotonic()
+            while stop.signum is None:
+                try:
+                    m = next(stream)
+                except ConsumerTimeout:
+                    sys.stdout.flush()
+                    if args.timeout_ms is not None and \
+                            (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
+                        break
+                    continue
+                except StopIteration:
+                    break
                 write(m.topic, m.partition, m.offset, m)
                 count += 1
+                idle_since = time.monotonic()
                 if args.max_messages is not None and count >= args.max_messages:
                     break
-        except ConsumerTimeout:
-            pass
-        connector.commit_offsets()
-    finally:
-        sys.stdout.flush()
-        connector.shutdown()
-        print(f"Processed {count} records.", file=sys.stderr)
-    return 0
+            sys.stdout.flush()
+            connector.commit_offsets()     # what was written, no more: it was handed out
+        finally:
+            try:
+                sys.stdout.flush()
+            finally:                       # a closed pipe must not keep us in the group
+                connector.shutdown()
+                print(f"Processed {count} records.", file=sys.stderr)
+    return stop.exit_code
