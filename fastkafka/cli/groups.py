@@ -18,7 +18,7 @@ import sys
 
 from fastkafka import errors
 from fastkafka.client.admin import AdminClient
-from fastkafka.client.tools import ToolError, client_config, run, tool_parser
+from fastkafka.client.tools import ToolError, client_config, run, tool_parser, tool_subparsers
 
 EPILOG = """examples:
   fastkafka groups list
@@ -35,7 +35,7 @@ log start) are clamped to it."""
 
 def _parser():
     p = tool_parser("fastkafka groups", "List, describe and reset consumer groups.", EPILOG)
-    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = tool_subparsers(p)
     sub.add_parser("list", help="list groups")
     d = sub.add_parser("describe", help="state, members, committed offsets and lag")
     d.add_argument("group")

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from fastkafka.client.tools import client_config, run, tool_parser
+from fastkafka.client.tools import client_config, run, tool_parser, tool_subparsers
 
 EPILOG = """examples:
   fastkafka perf produce bench --num-records 1000000 --record-size 100
@@ -26,7 +26,7 @@ produce reports records/s, MB/s and the latency from send() to acknowledgement (
 
 def _parser():
     p = tool_parser("fastkafka perf", "Producer / consumer performance test.", EPILOG)
-    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = tool_subparsers(p)
     pr = sub.add_parser("produce", help="produce records as fast as possible")
     pr.add_argument("topic")
     pr.add_argument("-n", "--num-records", type=int, default=100_000)

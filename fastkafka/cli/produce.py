@@ -37,7 +37,9 @@ def _parser():
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    # intermixed: FILEs may follow options (`produce orders -H k=v events.txt`); plain parse_args
+    # would give the first positional run all positionals and reject the later file
+    args = _parser().parse_intermixed_args(argv)
     return run(lambda: _run(args), "fastkafka produce")
 
 

@@ -12,7 +12,7 @@ Example::
 from __future__ import annotations
 
 from fastkafka.client.admin import AdminClient
-from fastkafka.client.tools import client_config, parse_pairs, run, tool_parser
+from fastkafka.client.tools import client_config, parse_pairs, run, tool_parser, tool_subparsers
 
 EPILOG = """examples:
   fastkafka topics create orders --partitions 3 --config retention.ms=60000
@@ -25,7 +25,7 @@ EPILOG = """examples:
 
 def _parser():
     p = tool_parser("fastkafka topics", "Create, list, describe and delete topics.", EPILOG)
-    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = tool_subparsers(p)
     c = sub.add_parser("create", help="create a topic")
     c.add_argument("topic")
     c.add_argument("-p", "--partitions", type=int, default=1, help="number of partitions (default 1)")

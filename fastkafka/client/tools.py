@@ -18,21 +18,41 @@ from fastkafka import errors
 
 from .config import ClientConfig, ConfigException
 
-__all__ = ["tool_parser", "client_config", "run", "parse_pairs", "ToolError", "Terminated"]
+__all__ = ["tool_parser", "tool_subparsers", "client_config", "run", "parse_pairs", "ToolError", "Terminated"]
 
 
 class ToolError(Exception):
     """A user mistake a tool reports as one line (bad arguments that argparse cannot see)."""
 
 
+def _connection_options(p: argparse.ArgumentParser, defaults: bool) -> None:
+    p.add_argument("-b", "--bootstrap-server", metavar="HOST:PORT",
+                   default="127.0.0.1:9092" if defaults else argparse.SUPPRESS,
+                   help="broker(s) to connect to, comma-separated (default: 127.0.0.1:9092)")
+    p.add_argument("-X", "--property", action="append", metavar="KEY=VALUE",
+                   default=[] if defaults else argparse.SUPPRESS,
+                   help="a client property with Kafka's name, e.g. -X acks=1 (repeatable)")
+
+
 def tool_parser(prog: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-b", "--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT",
-                   help="broker(s) to connect to, comma-separated (default: %(default)s)")
-    p.add_argument("-X", "--property", action="append", default=[], metavar="KEY=VALUE",
-                   help="a client property with Kafka's name, e.g. -X acks=1 (repeatable)")
+    _connection_options(p, defaults=True)
     return p
+
+
+def tool_subparsers(p: argparse.ArgumentParser):
+    """The tool's ACTIONs. Each also takes ``-b``/``-X`` after its name (``perf produce t -X
+    acks=1``); given there, they replace what came before the ACTION (argparse's rule)."""
+    shared = argparse.ArgumentParser(add_help=False)
+    _connection_options(shared, defaults=False)
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    plain = sub.add_parser
+
+    def add_parser(name: str, **kw):
+        return plain(name, parents=[shared], **kw)
+    sub.add_parser = add_parser
+    return sub
 
 
 def parse_pairs(items: list[str], what: str) -> list[tuple[str, str]]:
@@ -73,8 +93,8 @@ def run(fn, prog: str = "fastkafka") -> int:
         return 130
     except Terminated:
         return 143
-    except BrokenPipeError:       # `fastkafka consume ... | head`
-        return 0
+    except BrokenPipeError:   # `| head`: the command's main ends it quietly (exit 141), once for all
+        raise
     except (errors.KafkaError, ConfigException, ToolError, OSError, ValueError) as e:
         name = getattr(e, "name", None) if isinstance(e, errors.KafkaError) else None
         detail = str(e) or type(e).__name__

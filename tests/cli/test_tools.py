@@ -130,30 +130,3 @@ def test_version_and_a_closed_pipe():
     dump.stdout.close()                          # what `head -1` does after one line
     _, err = dump.communicate(timeout=60)
     assert dump.returncode == 141 and b"Traceback" not in err and b"BrokenPipe" not in err, err
-
-
-@pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_group_consume_stopped_by_a_signal_commits_and_leaves(broker, sig, code):
-    """Like Kafka's console consumer: Ctrl-C (or SIGTERM) commits what was printed and leaves
-    the group at once, so nothing is delivered twice and the group does not wait out a session."""
-    import signal as _signal
-    import time as _time
-    from confluent_kafka.admin import AdminClient
-    topic, group = f"stop-{sig}", f"stop-{sig}-g"
-    confluent_write(broker.bootstrap, topic, [(None, b"m%d" % i, None, None, None) for i in range(40)])
-    proc = subprocess.Popen([sys.executable, "-m", "fastkafka", "consume", "-b", broker.bootstrap,
-                             "-g", group, "--from-beginning", topic],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    printed = [proc.stdout.readline() for _ in range(40)]
-    assert printed[-1] == b"m39\n"
-    _time.sleep(0.3)
-    proc.send_signal(getattr(_signal, sig))
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == code and b"Traceback" not in err, err
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    state = admin.describe_consumer_groups([group])[group].result(10)
-    assert str(state.state).endswith("EMPTY") and not state.members
-    confluent_write(broker.bootstrap, topic, [(None, b"later", None, None, None)])
-    out = subprocess.run([sys.executable, "-m", "fastkafka", "consume", "-b", broker.bootstrap, "-g", group,
-                          "--from-beginning", "--timeout-ms", "3000", topic], capture_output=True, timeout=60)
-    assert out.stdout == b"later\n"          # resumes after what was printed: nothing twice

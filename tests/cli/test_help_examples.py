@@ -1,0 +1,75 @@
+"""Every example a tool's ``--help`` shows runs, verbatim, against a real broker (issue 12: help
+text and behaviour must not drift). Examples are read from the tools' ``--help`` output itself,
+run in order through bash with ``fastkafka`` pointing at this tree and ``-b`` set to the test
+broker; examples that run until Ctrl-C (a consumer without a limit) get SIGINT after showing
+output. Only the examples in EXCLUDED are not run, each with its reason."""
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.timeout(600)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOLS = ["topics", "produce", "consume", "groups", "perf"]      # the tools with examples
+EXCLUDED = {   # example -> why it is not run here
+    "fastkafka consume orders --group billing --zookeeper 127.0.0.1:2181/kafka":
+        "needs a ZooKeeper ensemble: tests/cluster/test_zk_consumer.py runs the ZooKeeper group",
+}
+INPUT_FILES = {   # files the examples name, with lines of the shape they describe
+    "keyed.txt": "".join(f"k{i}:v{i}\n" for i in range(20)),
+    "events.txt": "".join(f"event {i}\n" for i in range(100)),
+    "big.txt": "".join(f"line {i}\n" for i in range(5000)),
+}
+
+
+def help_examples(tool: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "fastkafka", tool, "--help"], capture_output=True,
+                         text=True, cwd=ROOT, check=True).stdout
+    text = out.split("examples:", 1)[1] if "examples:" in out else ""
+    lines = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("fastkafka ") or re.match(r"^\S.*\|\s*fastkafka ", line):
+            lines.append(re.sub(r"\s+#.*$", "", line))       # drop the trailing comment
+    return lines
+
+
+def all_examples() -> list[str]:
+    return [ex for tool in TOOLS for ex in help_examples(tool)]
+
+
+def test_the_help_of_each_tool_shows_examples():
+    for tool in TOOLS:
+        assert help_examples(tool), f"fastkafka {tool} --help shows no example"
+    assert set(EXCLUDED) <= set(all_examples()), "an exclusion names an example that is gone"
+
+
+def test_every_help_example_runs(broker, tmp_path):
+    for name, text in INPUT_FILES.items():
+        (tmp_path / name).write_text(text)
+    shim = (f'fastkafka() {{ PYTHONPATH="{ROOT}" "{sys.executable}" -m fastkafka "$1" '
+            f'-b "{broker.bootstrap}" "${{@:2}}"; }}\n')
+    failures = []
+    for example in all_examples():
+        if example in EXCLUDED:
+            continue
+        proc = subprocess.Popen(["bash", "-c", shim + example], cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        # a consumer without a limit runs until Ctrl-C: give it a few seconds to print
+        forever = (re.search(r"\bfastkafka consume\b", example) is not None
+                   and not re.search(r"(-n |--max-messages|--timeout-ms)", example))
+        try:
+            out, err = proc.communicate(timeout=5 if forever else 120)
+        except subprocess.TimeoutExpired:      # it must have printed by now
+            os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+            ok = forever and proc.returncode in (130, -signal.SIGINT) and bool(out)
+        else:
+            ok = proc.returncode == 0 and not forever
+        if not ok or b"Traceback" in err:
+            failures.append(f"{example}\n  exit {proc.returncode}\n  {err.decode()[-500:]}")
+    assert not failures, "\n".join(failures)
