@@ -19,6 +19,7 @@ TOOLS = {
     "serve": ("fastkafka.cli.serve", "start a broker (Kafka's server.properties names)"),
     "dump-log": ("fastkafka.cli.dump_log", "print batches of .log files and entries of .index/.timeindex files"),
     "topics": ("fastkafka.cli.topics", "create, list, describe, delete topics"),
+    "configs": ("fastkafka.cli.configs", "describe and change topic and broker configs"),
     "produce": ("fastkafka.cli.produce", "produce lines from stdin or files"),
     "consume": ("fastkafka.cli.consume", "consume records"),
     "groups": ("fastkafka.cli.groups", "list and describe consumer groups"),

@@ -20,7 +20,10 @@ EPILOG = """examples:
   fastkafka topics describe orders
   fastkafka topics add-partitions orders --partitions 6
   fastkafka topics configs orders
-  fastkafka topics delete orders"""
+  fastkafka topics delete orders
+
+Configs change at run time with `fastkafka configs`; its --help lists the topic configs that are
+accepted but change nothing yet."""
 
 
 def _parser():

@@ -25,6 +25,7 @@ __all__ = ["AdminClient", "TOPIC_RESOURCE", "BROKER_RESOURCE"]
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+SET_OP, DELETE_OP = 0, 1      # IncrementalAlterConfigs operations
 
 
 def _check(code: int, what: str, message: str | None = None) -> None:
@@ -111,6 +112,18 @@ class AdminClient:
         version = conn.versions[ApiKey.DESCRIBE_CONFIGS]
         return {c.name: (c.value, c.is_default if version == 0 else c.config_source == 5,
                          c.read_only) for c in r.configs}
+
+    def alter_configs(self, resource: str, set_: dict[str, str] | None = None,
+                      delete: list[str] | None = None, resource_type: int = TOPIC_RESOURCE,
+                      validate_only: bool = False) -> None:
+        """IncrementalAlterConfigs: set and delete overrides of a topic (or broker) at run time."""
+        ops = [{"name": k, "config_operation": SET_OP, "value": v} for k, v in (set_ or {}).items()]
+        ops += [{"name": k, "config_operation": DELETE_OP, "value": None} for k in delete or ()]
+        resp = self.cluster.any_connection().request(ApiKey.INCREMENTAL_ALTER_CONFIGS, {
+            "resources": [{"resource_type": resource_type, "resource_name": resource, "configs": ops}],
+            "validate_only": validate_only})
+        r = resp.responses[0]
+        _check(r.error_code, f"alter configs of {resource!r}", r.error_message)
 
     # -- offsets --------------------------------------------------------------------------
 

@@ -130,3 +130,20 @@ def test_version_and_a_closed_pipe():
     dump.stdout.close()                          # what `head -1` does after one line
     _, err = dump.communicate(timeout=60)
     assert dump.returncode == 141 and b"Traceback" not in err and b"BrokenPipe" not in err, err
+
+
+def test_configs_alter_and_describe_a_topic(broker, capsys):
+    from fastkafka.cli import configs
+    assert topics.main(["-b", broker.bootstrap, "create", "cfg-cli", "--partitions", "2"]) == 0
+    base = ["-b", broker.bootstrap, "--entity-type", "topics", "--entity-name", "cfg-cli"]
+    assert configs.main(base + ["--alter", "--add-config", "retention.ms=60000,cleanup.policy=[compact,delete]"]) == 0
+    assert broker.topics.log("cfg-cli", 1).config.retention_ms == 60000
+    assert broker.topics.log("cfg-cli", 1).config.compact
+    capsys.readouterr()
+    assert configs.main(base + ["--describe"]) == 0
+    out = capsys.readouterr().out
+    assert "  retention.ms=60000\n" in out and "  cleanup.policy=compact,delete\n" in out
+    assert configs.main(base + ["--alter", "--delete-config", "retention.ms"]) == 0
+    assert dict(broker.topics.get("cfg-cli").configs) == {"cleanup.policy": "compact,delete"}
+    assert configs.main(base + ["--alter", "--add-config", "segment.bytes=1"]) == 1     # INVALID_CONFIG
+    assert "segment.bytes" in capsys.readouterr().err
