@@ -20,6 +20,7 @@ TOOLS = {
     "dump-log": ("fastkafka.cli.dump_log", "print batches of .log files and entries of .index/.timeindex files"),
     "topics": ("fastkafka.cli.topics", "create, list, describe, delete topics"),
     "configs": ("fastkafka.cli.configs", "describe and change topic and broker configs"),
+    "log-dirs": ("fastkafka.cli.log_dirs", "describe each broker's log directories and partition sizes"),
     "produce": ("fastkafka.cli.produce", "produce lines from stdin or files"),
     "consume": ("fastkafka.cli.consume", "consume records"),
     "groups": ("fastkafka.cli.groups", "list and describe consumer groups"),

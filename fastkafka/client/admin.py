@@ -125,6 +125,16 @@ class AdminClient:
         r = resp.responses[0]
         _check(r.error_code, f"alter configs of {resource!r}", r.error_message)
 
+    def describe_log_dirs(self, topics: list[str] | None = None) -> dict[int, list]:
+        """DescribeLogDirs of every live broker: ``{broker id: [result per log dir]}`` (each with
+        ``log_dir``, ``error_code``, ``topics[].partitions[].partition_size`` ...)."""
+        self.cluster.refresh(list(topics or ()), allow_auto_create=False)
+        body = {"topics": None if topics is None else [
+            {"topic": t, "partitions": sorted(self.cluster.topics[t].partitions)} for t in topics
+            if t in self.cluster.topics and not self.cluster.topics[t].error_code]}
+        return {b: self.cluster.connection(b).request(ApiKey.DESCRIBE_LOG_DIRS, body).results
+                for b in sorted(self.cluster.brokers)}
+
     # -- offsets --------------------------------------------------------------------------
 
     def partitions(self, topic: str) -> list[int]:

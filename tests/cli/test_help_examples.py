@@ -14,7 +14,7 @@ import pytest
 pytestmark = pytest.mark.timeout(600)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOLS = ["topics", "configs", "produce", "consume", "groups", "perf"]   # the tools with examples
+TOOLS = ["topics", "configs", "produce", "consume", "groups", "perf", "log-dirs"]   # the tools with examples
 EXCLUDED = {   # example -> why it is not run here
     "fastkafka consume orders --group billing --zookeeper 127.0.0.1:2181/kafka":
         "needs a ZooKeeper ensemble: tests/cluster/test_zk_consumer.py runs the ZooKeeper group",

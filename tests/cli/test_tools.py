@@ -147,3 +147,16 @@ def test_configs_alter_and_describe_a_topic(broker, capsys):
     assert dict(broker.topics.get("cfg-cli").configs) == {"cleanup.policy": "compact,delete"}
     assert configs.main(base + ["--alter", "--add-config", "segment.bytes=1"]) == 1     # INVALID_CONFIG
     assert "segment.bytes" in capsys.readouterr().err
+
+
+def test_log_dirs_describe_reports_partition_sizes(broker, capsys):
+    from fastkafka.cli import log_dirs
+    confluent_write(broker.bootstrap, "ld-cli", [(None, b"x" * 100, None, None, None)] * 5)
+    capsys.readouterr()
+    assert log_dirs.main(["-b", broker.bootstrap, "--describe", "--topic-list", "ld-cli"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (b,) = doc["brokers"]
+    (d,) = b["logDirs"]
+    assert d["error"] is None and d["usableBytes"] > 0
+    assert [(p["partition"], p["size"] == broker.topics.log("ld-cli", 0).size > 500)
+            for p in d["partitions"]] == [("ld-cli-0", True)]
