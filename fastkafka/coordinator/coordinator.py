@@ -35,8 +35,9 @@ from typing import Callable
 
 from .. import errors
 from .formats import OffsetAndMetadata
-from .group import (COMPLETING_REBALANCE, CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
-                    GroupMetadata, MemberMetadata)
+from .group_admin import GroupAdmin
+from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, GroupMetadata,
+                    MemberMetadata)
 from .manager import GroupMetadataManager
 from .results import GroupSummary, JoinResult, MemberSummary, SyncResult
 
@@ -52,7 +53,7 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class GroupCoordinator:
+class GroupCoordinator(GroupAdmin):
     """Membership, generations and offsets of every group this broker coordinates."""
 
     def __init__(self, manager: GroupMetadataManager, *, clock: Callable[[], int] = wall_clock_ms,
@@ -525,80 +526,6 @@ class GroupCoordinator:
         if code:
             return code, {tp: None for tp in partitions or ()}
         return NONE, self.manager.fetch_offsets(group_id, partitions)
-
-    # --- admin ---
-    def list_groups(self) -> tuple[int, list[tuple[str, str]]]:
-        with self._lock:
-            if not self.active:
-                return E.CoordinatorNotAvailableError.code, []
-            owned = {p for p in range(self.manager.num_partitions) if self._owns(p)}
-            if owned - self.manager._loaded:
-                return E.CoordinatorLoadInProgressError.code, []
-            return NONE, [(g.group_id, g.protocol_type or "") for g in self.manager.groups.values()
-                          if not g.is_(DEAD) and self.manager.partition_for(g.group_id) in owned]
-
-    def describe_group(self, group_id: str) -> GroupSummary:
-        return self._locked(self._describe, group_id)
-
-    def _describe(self, group_id):
-        code = self._check_available(group_id)
-        group = self._group(group_id)
-        if code or group is None:
-            return GroupSummary(code, group_id, DEAD, "", "", [])
-        stable = group.is_(STABLE)
-        members = [MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                 m.metadata(group.protocol_name) if stable else b"",
-                                 m.assignment if stable else b"")
-                   for m in group.members.values()]
-        return GroupSummary(NONE, group_id, group.state, group.protocol_type or "",
-                            (group.protocol_name or "") if stable else "", members)
-
-    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
-                       ) -> tuple[int, dict[tuple[str, int], int]]:
-        """OffsetDelete: a group error, and an error per partition (Kafka's rules: a consumer
-        group keeps the offsets of topics its members subscribe to, GROUP_SUBSCRIBED_TO_TOPIC;
-        another group only loses offsets while it has no members, else NON_EMPTY_GROUP)."""
-        return self._locked(self._delete_offsets, group_id, partitions)
-
-    def _delete_offsets(self, group_id, partitions):
-        code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
-        if code:
-            return code, {}
-        group = self._group(group_id)
-        if group is None or group.is_(DEAD):
-            return E.GroupIdNotFoundError.code, {}
-        if group.protocol_type == CONSUMER_PROTOCOL_TYPE:
-            subscribed = group.subscribed_topics()
-        elif not group.members:
-            subscribed = set()
-        else:
-            return E.NonEmptyGroupError.code, {}
-        result = {tp: E.GroupSubscribedToTopicError.code if subscribed is None or tp[0] in subscribed
-                  else NONE for tp in partitions}
-        self.manager.delete_offsets(group, [tp for tp, c in result.items() if c == NONE])
-        return NONE, result
-
-    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
-        return self._locked(self._delete, group_ids)
-
-    def _delete(self, group_ids):
-        result = {}
-        for gid in group_ids:
-            code = self._check_available(gid) if gid else E.InvalidGroupIdError.code
-            group = self._group(gid)
-            if code:
-                result[gid] = code
-            elif group is None or group.is_(DEAD):
-                result[gid] = E.GroupIdNotFoundError.code
-            elif not group.is_(EMPTY):
-                result[gid] = E.NonEmptyGroupError.code
-            else:
-                try:
-                    self.manager.delete_group(group)
-                    result[gid] = NONE
-                except errors.KafkaError as e:
-                    result[gid] = e.code
-        return result
 
     def shutdown(self) -> None:
         """Stop answering: parked JoinGroup/SyncGroup requests get NOT_COORDINATOR to go elsewhere."""
