@@ -10,6 +10,7 @@ Example::
     >>> ran = []
     >>> _ = s.schedule(1000, lambda: ran.append("x"))
     >>> now[0] = 1000; s.run_due(); ran
+    1
     ['x']
 """
 from __future__ import annotations
