@@ -49,10 +49,6 @@ class Pushed:
     end_offset: int | None = None
     min_timestamp_ms: int | None = None
 
-    @property
-    def empty(self) -> bool:
-        return self == Pushed()
-
 
 def _micros(value) -> int | None:
     """A timestamp literal as microseconds since the epoch; naive values are local time, as

@@ -1,4 +1,6 @@
 """fastkafka dump-log: batches, records, index entries, and a CRC failure reported."""
+import os
+
 from fastkafka.cli.dump_log import main
 
 from .conftest import batch
@@ -40,14 +42,9 @@ def test_dump_log_of_a_live_preallocated_index_prints_only_its_entries(make_log,
         log.append(batch(2, ts=1000 + 10 * i, key=b"key"))
     seg = log.active_segment                     # still open: not trimmed
     entries = seg.offset_index().entries
-    assert entries > 0 and os_size(seg.index_path) > 8 * entries
+    assert entries > 0 and os.path.getsize(seg.index_path) > 8 * entries
     assert main([seg.index_path, seg.time_index_path]) == 0
     out = capsys.readouterr().out
     assert out.count("offset: ") - out.count("timestamp: ") == entries       # offset index lines
     assert "corrupt" not in out and "preallocated empty entries not shown" in out
     log.close()
-
-
-def os_size(path):
-    import os
-    return os.path.getsize(path)
