@@ -28,7 +28,7 @@ from ._core.records import (BatchHeader, Columns, Record, Validation, assign_off
                             batch_index, magic_of, read_header, validate, validate_records)
 
 __all__ = ["Record", "RecordBatch", "BatchHeader", "Columns", "Validation", "build_batch",
-           "build_control_batch", "iter_batches", "control_record", "decode_columns",
+           "build_control_batch", "iter_batches", "control_record", "decode_columns", "keyless_in_compressed",
            "columns_to_arrow", "validate", "validate_records", "batch_index", "assign_offsets",
            "read_header", "magic_of", "BATCH_OVERHEAD", "CONTROL_ABORT", "CONTROL_COMMIT"]
 
@@ -175,6 +175,24 @@ def control_record(batch: RecordBatch) -> tuple[int, int] | None:
     if not recs or recs[0].key is None or len(recs[0].key) < _CONTROL_KEY.size:
         raise errors.CorruptRecordError("control batch without a valid control record key")
     return _CONTROL_KEY.unpack_from(recs[0].key)
+
+
+def keyless_in_compressed(buf, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> int:
+    """Records without a key inside the compressed data batches of ``buf`` (control batches
+    excepted): what a compacted topic must refuse, found as Kafka does, by decompressing.
+
+    Example::
+
+        >>> keyless_in_compressed(build_batch([(None, b"v", [], 1)], compression=1))
+        1
+    """
+    view = memoryview(buf)
+    n = 0
+    for _ordinal, pos, size, codec in _core.compressed_batches(buf):
+        if not read_header(view, pos).is_control:
+            n += _core.count_null_keys(_compression.decompress(
+                codec, view[pos + BATCH_OVERHEAD:pos + size], max_decompressed))
+    return n
 
 
 def decode_columns(buf, *, check_crc: bool = True, include_control: bool = False,

@@ -27,7 +27,8 @@ from fastkafka._core.records_build import encode_records, finish_batch
 from fastkafka._core.records_read import Columns, Record, decode_columns, decode_records
 
 __all__ = ["Validation", "BatchHeader", "validate", "validate_records", "batch_index",
-           "assign_offsets", "read_header", "magic_of", "compressed_batches", "encode_records", "finish_batch",
+           "assign_offsets", "read_header", "magic_of", "compressed_batches", "count_null_keys",
+           "encode_records", "finish_batch",
            "Record", "decode_records", "decode_columns", "Columns",
            "BATCH_OVERHEAD", "LOG_OVERHEAD"]
 
@@ -134,7 +135,7 @@ cdef void walk(const unsigned char* buf, Py_ssize_t n, bint check_crc, bint chec
             return
         b = buf + pos
         if check_records and (b[ATTRIBUTES_OFFSET + 1] & COMPRESSION_MASK) == 0:
-            status = walk_records(b, <Py_ssize_t>size, &rec_pos)
+            status = walk_records(b, <Py_ssize_t>size, &rec_pos, NULL)
             if status != 0:
                 w.status = status
                 w.err_pos = pos + rec_pos
@@ -360,3 +361,27 @@ def compressed_batches(const unsigned char[::1] buf):
         pos += size
         ordinal += 1
     return out
+
+
+def count_null_keys(const unsigned char[::1] stream):
+    """Records without a key in an (uncompressed) record stream -- a compressed batch's, once
+    decompressed: what a compacted topic refuses. Stops at the first record that does not frame
+    (the batch's own validation reports that).
+
+    Example::
+
+        >>> from fastkafka.records import build_batch
+        >>> count_null_keys(build_batch([(None, b"v", [], 1), (b"k", b"w", [], 2)])[BATCH_OVERHEAD:])
+        1
+    """
+    cdef const unsigned char* s = _ptr(stream)
+    cdef Py_ssize_t pos = 0, n = stream.shape[0]
+    cdef RecordSpan r
+    cdef int64_t nulls = 0
+    while pos < n:
+        pos = scan_record(s, pos, n, &r)
+        if pos < 0:
+            break
+        if r.key_len < 0:
+            nulls += 1
+    return nulls

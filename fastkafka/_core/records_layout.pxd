@@ -145,6 +145,89 @@ cdef inline str batch_error_text(int status, const unsigned char* buf, Py_ssize_
     return f"invalid batch at position {pos}"
 
 
+# --- the batch cursor: every walk over a run of batches steps through this ---------------------
+
+cdef struct BatchCursor:
+    const unsigned char* buf
+    Py_ssize_t end
+    Py_ssize_t pos               # the current batch (valid after cursor_next returned True)
+    int64_t size                 # its whole size (12 + batchLength)
+    int status                   # BATCH_* of the last step; BATCH_END once the run is used up
+
+
+cdef enum:
+    BATCH_END = -1               # (cursor only) no bytes left after the last batch
+
+
+cdef inline void cursor_init(BatchCursor* c, const unsigned char* buf, Py_ssize_t n) noexcept nogil:
+    c.buf = buf
+    c.end = n
+    c.pos = 0
+    c.size = 0
+    c.status = BATCH_OK
+
+
+cdef inline bint cursor_next(BatchCursor* c, bint check_crc) noexcept nogil:
+    """Step to the next batch and frame it (check_batch, the CRC too when asked): True when one
+    is there; False at the end (status BATCH_END) or at a bad batch (its BATCH_* status, pos at
+    it). Never reads past ``end``."""
+    if c.status != BATCH_OK:
+        return False
+    c.pos += c.size
+    c.size = 0
+    if c.pos >= c.end:
+        c.status = BATCH_END
+        return False
+    c.status = check_batch(c.buf, c.pos, c.end, check_crc, &c.size)
+    return c.status == BATCH_OK
+
+
+cdef inline const unsigned char* cursor_batch(BatchCursor* c) noexcept nogil:
+    return c.buf + c.pos
+
+
+# header fields of the batch at b (framed by check_batch first)
+cdef inline int64_t batch_base_offset(const unsigned char* b) noexcept nogil:
+    return <int64_t>load_be64(b + BASE_OFFSET_OFFSET)
+
+cdef inline int64_t batch_max_timestamp(const unsigned char* b) noexcept nogil:
+    return <int64_t>load_be64(b + MAX_TIMESTAMP_OFFSET)
+
+cdef inline int32_t batch_record_count(const unsigned char* b) noexcept nogil:
+    return <int32_t>load_be32(b + RECORD_COUNT_OFFSET)
+
+cdef inline int32_t batch_last_offset_delta(const unsigned char* b) noexcept nogil:
+    return <int32_t>load_be32(b + LAST_OFFSET_DELTA_OFFSET)
+
+cdef inline int64_t batch_producer_id(const unsigned char* b) noexcept nogil:
+    return <int64_t>load_be64(b + PRODUCER_ID_OFFSET)
+
+cdef inline int16_t batch_producer_epoch(const unsigned char* b) noexcept nogil:
+    return <int16_t>load_be16(b + PRODUCER_EPOCH_OFFSET)
+
+cdef inline int32_t batch_base_sequence(const unsigned char* b) noexcept nogil:
+    return <int32_t>load_be32(b + BASE_SEQUENCE_OFFSET)
+
+cdef inline uint16_t batch_attributes(const unsigned char* b) noexcept nogil:
+    return load_be16(b + ATTRIBUTES_OFFSET)
+
+cdef inline bint batch_is_compressed(const unsigned char* b) noexcept nogil:
+    return (b[ATTRIBUTES_OFFSET + 1] & COMPRESSION_MASK) != 0
+
+
+cdef inline void stamp_batch(unsigned char* b, int64_t size, int64_t base_offset, int32_t leader_epoch,
+                             int64_t log_append_time) noexcept nogil:
+    """The broker's writes into a batch on append: baseOffset and partitionLeaderEpoch (outside
+    the CRC), and for a LogAppendTime topic (``log_append_time`` >= 0) the timestamp type bit,
+    maxTimestamp and so the CRC."""
+    store_be64(b + BASE_OFFSET_OFFSET, <uint64_t>base_offset)
+    store_be32(b + PARTITION_LEADER_EPOCH_OFFSET, <uint32_t>leader_epoch)
+    if log_append_time >= 0:
+        store_be16(b + ATTRIBUTES_OFFSET, load_be16(b + ATTRIBUTES_OFFSET) | TIMESTAMP_TYPE_MASK)
+        store_be64(b + MAX_TIMESTAMP_OFFSET, <uint64_t>log_append_time)
+        store_be32(b + CRC_OFFSET, crc32c_update(0, b + ATTRIBUTES_OFFSET, <size_t>(size - ATTRIBUTES_OFFSET)))
+
+
 # --- one record, fully framed -------------------------------------------------------------------
 
 cdef enum:
@@ -294,8 +377,10 @@ cdef inline str record_error_text(int status, Py_ssize_t err_pos):
     return f"{what} at stream position {err_pos}"
 
 
-cdef inline int walk_records(const unsigned char* b, Py_ssize_t size, Py_ssize_t* err_pos) noexcept nogil:
-    """Frame every record of the uncompressed batch ``b``; 0 or a REC_* status."""
+cdef inline int walk_records(const unsigned char* b, Py_ssize_t size, Py_ssize_t* err_pos,
+                             int64_t* null_keys) noexcept nogil:
+    """Frame every record of the uncompressed batch ``b``; 0 or a REC_* status. Records without
+    a key are added to ``null_keys`` when it is not NULL (compacted topics refuse them)."""
     cdef RecordSpan r
     cdef Py_ssize_t p = RECORDS_OFFSET
     cdef int32_t expected = <int32_t>load_be32(b + RECORD_COUNT_OFFSET)
@@ -314,6 +399,8 @@ cdef inline int walk_records(const unsigned char* b, Py_ssize_t size, Py_ssize_t
             err_pos[0] = r.start
             return REC_BAD_OFFSET_DELTA
         prev_delta = r.offset_delta
+        if null_keys != NULL and r.key_len < 0:
+            null_keys[0] += 1
         n += 1
     if n != expected:
         err_pos[0] = p

@@ -18,16 +18,11 @@ cdef class SegmentFile:
     cdef readonly object path
     cdef readonly int64_t size          # bytes written so far; appends go here
     cdef readonly int64_t sync_count    # fdatasync calls made (tests count them)
-    cdef readonly int64_t appended_records   # records written by the last append_checked
     cdef readonly bint writable
 
     cdef int _check_open(self) except -1
-    cdef int64_t _append(self, const unsigned char* p, size_t n) except -1
-    # append_checked on a raw buffer (AppendState's call): the next offset, or -1 (see there)
-    cdef int64_t append_checked_ptr(self, unsigned char* p, Py_ssize_t n, IndexCursor cursor,
-                                    OffsetIndex offset_index, TimeIndex time_index,
-                                    int64_t next_offset, int32_t leader_epoch, int64_t max_size,
-                                    int64_t max_batch_bytes) except -2
+    # pwrite n bytes at ``size`` and advance it; returns where they start (OSError: size unchanged)
+    cdef int64_t write_end(self, const unsigned char* p, size_t n) except -1
     # Find the first batch in [start, end) with last_offset >= target_offset and
     # max_timestamp >= target_ts. Returns 1 found, 0 not found, -1 with an exception set.
     cdef int scan(self, int64_t start, int64_t end, int64_t target_offset, int64_t target_ts,

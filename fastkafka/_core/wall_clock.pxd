@@ -1,5 +1,5 @@
 # The wall clock in milliseconds (CLOCK_REALTIME), callable without the GIL: the log's default
-# clock, read once per append (segment.wall_clock_ms for Python, AppendState in C).
+# clock, read once per append (segment.wall_clock_ms for Python, Appender in C).
 from libc.stdint cimport int64_t
 from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 

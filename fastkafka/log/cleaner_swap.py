@@ -133,7 +133,7 @@ def replace_group(log, old: list[LogSegment], cleaned: str) -> LogSegment | None
     truncation changed the group meanwhile (the cleaned file is dropped). Takes the Log's lock."""
     first, rest = old[0], old[1:]
     _step("cleaned")
-    with log._lock:
+    with log.lock:
         current = log.segments
         ids = {id(s) for s in current}
         if any(id(s) not in ids or s.active for s in old):
@@ -167,6 +167,6 @@ def replace_group(log, old: list[LogSegment], cleaned: str) -> LogSegment | None
         _step("indexes")
         os.replace(swap, first.log_path)
         _step("renamed")
-        new = LogSegment(first.dir, first.base_offset, log.config, first._files, created_ms=first.created_ms)
-        log._segments.replace(old, [new])
+        new = first.reopened(log.config)
+        log.replace_segments(old, [new])
     return new

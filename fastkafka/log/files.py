@@ -7,9 +7,10 @@ open until that region is dropped (the SegmentFile closes when collected), so a 
 a descriptor reused under it; the true count is the budget plus in-flight fetch regions.
 
 Eviction is CLOCK (second chance), not strict LRU: a hit costs the reader one attribute store
-(``owner._ref = True``) instead of a locked reorder — the fetch path does one per lookup.
+(``owner.referenced = True``) instead of a locked reorder — the fetch path does one per lookup.
 
-Owners are LogSegments: they keep their open file in ``owner._file`` and mark ``owner._ref``.
+Owners (LogSegments) keep the protocol: ``owner.file_opened(f)`` when the cache hands them a file,
+``owner.file_dropped()`` when it lets theirs go, and the CLOCK bit ``owner.referenced``.
 
 Example::
 
@@ -50,32 +51,34 @@ class FileCache:
         with self._lock:
             f = self._entries.get(owner)
             if f is not None:
-                owner._file = f
+                owner.file_opened(f)
                 return f
         f = opener()
         with self._lock:
             other = self._entries.get(owner)
             if other is not None:        # lost a race: keep the first, ours closes when dropped
-                owner._file = other
+                owner.file_opened(other)
                 return other
             self._entries[owner] = f
-            owner._file = f
-            owner._ref = True
+            owner.file_opened(f)
+            owner.referenced = True
             self.opens += 1
             while len(self._entries) > self.max_open:
                 victim = next(iter(self._entries))
                 vf = self._entries.pop(victim)
-                if victim._ref and victim is not owner:
-                    victim._ref = False          # second chance: to the back of the clock
+                if victim is owner:              # the file being handed out stays
+                    self._entries[victim] = vf
+                elif victim.referenced:
+                    victim.referenced = False    # second chance: to the back of the clock
                     self._entries[victim] = vf
                 else:
-                    victim._file = None          # dropped, not closed: see the module docstring
+                    victim.file_dropped()        # dropped, not closed: see the module docstring
         return f
 
     def forget(self, owner: Any) -> SegmentFile | None:
         """Drop the owner's file from the cache (it closes once nobody holds it)."""
         with self._lock:
-            owner._file = None
+            owner.file_dropped()
             return self._entries.pop(owner, None)
 
 

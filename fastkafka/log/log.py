@@ -1,9 +1,12 @@
 """Log: one partition's ordered segments — append, read, roll, flush policy, offsets, retention.
 
-Policy lives here; the byte work is in ``_core``: ``Log.append`` validates batches
-(``_core.records``, nogil), stamps offsets in place, and hands the buffer to the active
-``LogSegment``; ``Log.read`` resolves an offset to a file region through an immutable snapshot of
-the segment list and the mmap'd index — bytes are never read into Python.
+Policy lives here; the byte work is in ``_core``: ``Log.append`` is one call into the log's
+``Appender`` (``_core.appender``: one walk over the batches, offsets stamped in place, the write
+and the index entries into the active segment), which answers with the offsets given or a status
+and a summary -- producer state, compaction keys, rolls and errors are decided here from that
+summary, never by walking the bytes again. ``Log.read`` resolves an offset to a file region
+through an immutable snapshot of the segment list and the mmap'd index — bytes are never read
+into Python.
 
 Thread-safety: appends, rolls, flushes' bookkeeping, truncation and deletions are serialized by
 ``self._lock``. Reads never take it: they binary-search the current copy-on-write snapshot and
@@ -26,10 +29,10 @@ from bisect import bisect_right
 from typing import Callable, NamedTuple
 
 from .. import errors
-from ..records import decode_columns
+from .._core import appender as _ap
 from .._core import records as _records
-from .._core.append_state import AppendState
-from .._core.segment import HAS_PRODUCER_ID, OVERSIZE_BATCH, SegmentFile, append_flags as _append_flags
+from ..records import keyless_in_compressed
+from .._core.segment import SegmentFile
 from ..config import LogConfig
 from . import retention
 from .lookup import first_record_at_or_after
@@ -40,9 +43,7 @@ from .segment import LogSegment
 from .segments import LogSegments
 from .producer_state import ProducerStateManager
 
-# module-level names: Log.append reads them as globals, not as attributes of _records
 _validate = _records.validate
-_assign_offsets = _records.assign_offsets
 LONG_MAX = (1 << 63) - 1
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -83,17 +84,14 @@ def _region(fields: tuple) -> FetchRegion:
     return tuple.__new__(FetchRegion, fields)
 
 
-def _raise_invalid(v) -> None:
+def _raise_invalid(buf) -> None:
+    # the error path only: records.validate words the error the walk found
+    v = _validate(buf, records=True)
     if v.error is None:
         raise errors.InvalidRecordError("produce request without record batches")
     if v.error_code == errors.InvalidRecordError.code:
         raise errors.InvalidRecordError(str(v.error))
     raise v.error
-
-
-def _raise_oversize(mv: memoryview, max_bytes: int) -> None:
-    size = max(b[4] for b in _records.batch_index(mv, check_crc=False))
-    raise errors.MessageTooLargeError(f"batch of {size} bytes exceeds max.message.bytes {max_bytes}")
 
 
 def parse_topic_partition(dir_name: str) -> tuple[str, int]:
@@ -124,11 +122,10 @@ class Log:
         loaded = load_segments(self.dir, config, self._files, recovery_point=recovery_point,
                                clean_shutdown=clean_shutdown, now_ms=self.clock())
         self._segments = LogSegments(loaded.segments)
-        # next offset, high watermark, flush counters, deleted: C fields the one-call append
-        # path updates (the properties below read them); thresholds set by the config setter
-        self._st = AppendState(self._lock, self._segments, LogAppendInfo, self.clock, self.flush)
+        # next offset, high watermark, flush counters, deleted: C fields the append path
+        # updates (the properties below read them); its limits set by the config setter
+        self._st = st = _ap.Appender(self._lock, LogAppendInfo, self.clock, self.flush)
         self.config = config
-        st = self._st
         st.next_offset = loaded.next_offset
         self.recovery_point = min(max(recovery_point, 0), st.next_offset) if clean_shutdown \
             else st.next_offset
@@ -139,6 +136,7 @@ class Log:
         st.first_unflushed_ms = self.clock()   # append time of the oldest unflushed message
         self.flush_count = 0
         self.producer_state = ProducerStateManager.recover(self)  # idempotent producer (issue 5)
+        self._segments.active.attach_appender(st)
 
     @property
     def config(self) -> LogConfig:
@@ -146,18 +144,12 @@ class Log:
 
     @config.setter
     def config(self, cfg: LogConfig) -> None:
-        # Policy: which appends may take the one-call path, and the thresholds it applies.
-        # LogAppendTime rewrites maxTimestamp and the CRC, compaction needs every record keyed:
-        # both take the general path.
+        # Policy: the limits the append path applies (appender.pxd's AppendLimits)
         with self._lock:
             self._config = cfg
-            st = self._st
-            st.segment_bytes = cfg.segment_bytes
-            st.segment_ms = min(cfg.segment_ms, LONG_MAX)
-            st.max_message_bytes = cfg.max_message_bytes
-            st.flush_messages = min(cfg.flush_messages, LONG_MAX)
-            st.flush_ms = min(cfg.flush_ms, LONG_MAX)
-            st.plain = not (cfg.log_append_time or cfg.compact)
+            self._st.set_limits(cfg.segment_bytes, min(cfg.segment_ms, LONG_MAX), cfg.max_message_bytes,
+                                min(cfg.flush_messages, LONG_MAX), min(cfg.flush_ms, LONG_MAX),
+                                cfg.log_append_time, cfg.compact)
 
     @property
     def log_start_offset(self) -> int:
@@ -191,6 +183,15 @@ class Log:
             return self._st.high_watermark
 
     @property
+    def lock(self) -> threading.RLock:
+        """The append lock: every writer of this log holds it (the cleaner's swap too)."""
+        return self._lock
+
+    def replace_segments(self, old: list[LogSegment], new: list[LogSegment]) -> None:
+        """Swap inactive ``old`` segments for ``new`` ones (the cleaner). Under ``lock``."""
+        self._segments.replace(old, new)
+
+    @property
     def segments(self) -> tuple[LogSegment, ...]:
         return self._segments.snapshot()[0]
 
@@ -206,94 +207,91 @@ class Log:
     def append(self, buf, leader_epoch: int = -1) -> LogAppendInfo:
         """Validate, stamp offsets in place and append v2 batches from a writable buffer.
 
-        Raises CorruptMessageError (framing/CRC), InvalidRecordError (record framing or no
-        batches), MessageTooLargeError (a batch over max.message.bytes), RecordListTooLargeError
-        (the set does not fit a segment), KafkaStorageError (I/O). Thread-safe.
+        Raises CorruptMessageError (framing/CRC), InvalidRecordError (record framing, no
+        batches, a keyless record on a compacted topic), MessageTooLargeError (a batch over
+        max.message.bytes), RecordListTooLargeError (the set does not fit a segment),
+        OutOfOrderSequenceNumberError / InvalidProducerEpochError (idempotence), KafkaStorageError
+        (I/O, a deleted log). Thread-safe.
 
         Example::
 
             >>> log.append(bytearray(build_batch([(None, b"v", [], 5)]))).base_offset  # doctest: +SKIP
             0
         """
-        # The common case -- plain batches (no producer id, within max.message.bytes, fitting the
-        # active segment) on a topic without LogAppendTime or compaction -- is one Cython call:
-        # lock, clock, validate + stamp + write + index (SegmentFile.append_checked; the CRC walk
-        # runs on a second core during the pwrite when it can), offsets and flush bookkeeping
-        # (AppendState, configured by the config setter below). Anything else, invalid bytes
-        # included, returns None having published nothing and takes _append_general, which
-        # validates first and raises exactly what it always did.
+        # One call walks the batches and, when nothing is left to policy, writes them: the
+        # answer is then the LogAppendInfo. Otherwise it is the summary (an AppendResult) and
+        # _settle decides from it, under the lock, and calls again with what it settled.
         try:
-            info = self._st.append(buf, leader_epoch)
+            r = self._st.append(buf, leader_epoch, 0)
         except OSError as e:
             raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
-        if info is None:
-            return self._append_other(buf, leader_epoch)
+        if r.__class__ is not LogAppendInfo:
+            if r is None:                # read-only: offsets are stamped in place
+                return self.append(bytearray(memoryview(buf)), leader_epoch)
+            r = self._settle(buf, leader_epoch, r)
         if self.append_listeners:
             for listener in self.append_listeners:
                 listener(self)
-        return info
+        return r
 
-    def _append_other(self, buf, leader_epoch: int) -> LogAppendInfo:
-        mv = memoryview(buf)
-        if not mv.readonly:
-            return self._append_general(mv, leader_epoch)
-        # offsets are stamped in place; callers should pass bytearrays
-        return self.append(bytearray(mv), leader_epoch)
-
-    def _append_general(self, mv: memoryview, leader_epoch: int) -> LogAppendInfo:
-        """Log.append's path for what append_checked leaves to policy: validate first, then
-        max.message.bytes, segment.bytes, compaction keys, producer state, LogAppendTime, rolls."""
-        v = _validate(mv, records=True)
-        if v.error is not None or v.batch_count == 0:
-            _raise_invalid(v)
-        cfg = self.config
-        n = mv.nbytes
-        flags = _append_flags(mv, cfg.max_message_bytes)
-        if flags & OVERSIZE_BATCH:
-            _raise_oversize(mv, cfg.max_message_bytes)
-        if n > cfg.segment_bytes:
-            raise errors.RecordListTooLargeError(
-                f"{n} bytes of batches exceed segment.bytes {cfg.segment_bytes}")
-        if cfg.compact:
-            self._require_keys(mv)
+    def _settle(self, buf, leader_epoch: int, r) -> LogAppendInfo:
+        """Policy for an append the Appender handed back: errors, producer state, compaction
+        keys, rolls; then the same call again with the CHECKED_* flags settled."""
         with self._lock:
-            if self.deleted:
-                raise errors.KafkaStorageError(f"log {self.topic}-{self.partition} was deleted")
-            now = self.clock()
-            append_time = now if cfg.log_append_time else -1
-            if flags & HAS_PRODUCER_ID:
-                dup = self.producer_state.check(mv)  # issue 5: raises 45/47; a retried batch is not appended again
-                if dup is not None:
-                    return LogAppendInfo(dup.first_offset, dup.last_offset, -1, self.log_start_offset)
-            base = self._st.next_offset
-            try:
-                if append_time >= 0:   # LogAppendTime rewrites maxTimestamp, so the CRC too
-                    _assign_offsets(mv, base, leader_epoch, append_time)
-                seg = self._segments.active
-                if seg.size and now - seg.created_ms >= cfg.segment_ms:
-                    seg = self.roll(base, now)
-                nxt = seg.append(mv, base, leader_epoch, cfg.segment_bytes)
-                if nxt < 0:            # full (bytes, index, 32-bit relative offsets): roll
-                    nxt = self.roll(base, now).append(mv, base, leader_epoch, cfg.segment_bytes)
-            except OSError as e:
-                raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
-            flush_now = self._st.appended(nxt, v.record_count, now)
-            if flags & HAS_PRODUCER_ID:
-                self.producer_state.update(mv)  # issue 5
-            info = tuple.__new__(LogAppendInfo, (base, nxt - 1, append_time, self.log_start_offset))
-        if flush_now:
-            self.flush()
-        for listener in self.append_listeners:
-            listener(self)
-        return info
+            while True:
+                status = r.status
+                if status == _ap.OK:       # written, with idempotent batches to record
+                    self.producer_state.record_append(r, buf)
+                    return tuple.__new__(LogAppendInfo, (r.first_offset, r.last_offset, r.log_append_time,
+                                                         self.log_start_offset))
+                if status == _ap.NEEDS_PRODUCER_CHECK:
+                    dup = self.producer_state.check_append(r, buf)  # issue 5: raises 45/47
+                    if dup is not None:    # a retried batch is answered, not appended again
+                        return LogAppendInfo(dup.first_offset, dup.last_offset, -1, self.log_start_offset)
+                    flags = r.flags | _ap.PRODUCER_CHECKED
+                elif status == _ap.ROLL:
+                    self.roll(self._st.next_offset)
+                    flags = r.flags
+                elif status == _ap.NEEDS_KEY_CHECK:
+                    self._require_keys(buf)
+                    flags = r.flags | _ap.KEYS_CHECKED
+                elif status == _ap.CLOSED:
+                    if self.deleted:
+                        raise errors.KafkaStorageError(f"log {self.topic}-{self.partition} was deleted")
+                    self._segments.active.attach_appender(self._st)   # closed: reopen on use
+                    flags = r.flags
+                else:
+                    self._raise_refused(buf, r)
+                try:
+                    r = self._st.append(buf, leader_epoch, flags)
+                except OSError as e:
+                    raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
+                if r.__class__ is LogAppendInfo:
+                    return r
 
-    def _require_keys(self, mv: memoryview) -> None:
+    def _raise_refused(self, buf, r) -> None:
+        status = r.status
+        if status == _ap.BATCH_TOO_LARGE:
+            raise errors.MessageTooLargeError(
+                f"batch of {r.largest_batch} bytes exceeds max.message.bytes {self.config.max_message_bytes}")
+        if status == _ap.SET_TOO_LARGE:
+            raise errors.RecordListTooLargeError(
+                f"{r.bytes} bytes of batches exceed segment.bytes {self.config.segment_bytes}")
+        if status == _ap.NULL_KEY:
+            self._keyless()
+        _raise_invalid(buf)
+
+    def _keyless(self) -> None:
         # Compaction keeps the latest record per key, so a record without one could never be
-        # compacted: Kafka refuses it (INVALID_RECORD). The keys are decoded into columns in
-        # Cython, compressed batches included; control batches (transaction markers) are exempt.
-        if decode_columns(mv, check_crc=False).key_null_count:
-            raise errors.InvalidRecordError(
-                f"compacted topic cannot accept a record without a key ({self.topic}-{self.partition})")
+        # compacted: Kafka refuses it (INVALID_RECORD).
+        raise errors.InvalidRecordError(
+            f"compacted topic cannot accept a record without a key ({self.topic}-{self.partition})")
+
+    def _require_keys(self, buf) -> None:
+        # Compressed batches of a compacted topic: the keys are inside the codec (as in Kafka,
+        # which decompresses them too). Control batches (transaction markers) are exempt.
+        if keyless_in_compressed(buf):
+            self._keyless()
 
     def roll(self, new_base: int | None = None, now: int | None = None) -> LogSegment:
         """Start a new active segment at ``new_base`` (default: the log end offset); the old one
@@ -303,11 +301,12 @@ class Log:
             new_base = self._st.next_offset if new_base is None else new_base
             if old.size == 0 and old.base_offset == new_base:
                 return old
+            old.detach_appender()
             old.roll()
             seg = LogSegment(self.dir, new_base, self.config, self._files, active=True,
                              created_ms=self.clock() if now is None else now)
             self._segments.add(seg)
-            self._st.forget()
+            seg.attach_appender(self._st)
             self.producer_state.write_snapshot(self.dir, new_base)  # issue 5
         # Kafka flushes a rolled segment asynchronously so the append that rolled does not wait.
         self.scheduler.schedule(0, lambda: self.flush(upto=new_base))
@@ -492,13 +491,14 @@ class Log:
             gone = [s for s in segs if s.base_offset >= offset and s is not segs[0]]
             keep = [s for s in segs if s not in gone]
             last = keep[-1]
+            segs[-1].detach_appender()
             pos = last.position_of(offset)
             if not last.active:
                 last.make_active()    # reopened writable, untrimmed
             if pos is not None:
                 last.truncate_to(pos, offset)
             self._segments.remove(gone)
-            self._st.forget()         # the active segment's file, cursor and indexes changed
+            last.attach_appender(self._st)   # its file, cursor and indexes changed
             for s in gone:
                 s.rename_to_deleted()
             self._st.next_offset = offset
@@ -515,9 +515,9 @@ class Log:
         with self._lock:
             if not self.deleted:
                 self.producer_state.write_snapshot(self.dir, self._st.next_offset)  # issue 5
+            self._segments.active.detach_appender()   # the next append attaches it again
             for seg in self._segments:
                 seg.close()
-            self._st.forget()         # indexes dropped: the next append reopens them
 
     def delete(self) -> None:
         """Remove the whole log: segments renamed, the directory moved aside to
@@ -526,7 +526,7 @@ class Log:
         the delay (``file.delete.delay.ms``): open handles keep working meanwhile."""
         with self._lock:
             self._st.deleted = True
-            self._st.forget()
+            self._segments.active.detach_appender()
             gone = list(self._segments)
             for seg in gone:
                 seg.rename_to_deleted()

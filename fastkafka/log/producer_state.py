@@ -109,6 +109,23 @@ class ProducerStateManager:
         return len(self.producers)
 
     # --- the append path ---
+    def check_append(self, r, buf) -> BatchMetadata | None:
+        """:meth:`check` from an append's summary (``_core.appender.AppendResult``): the one
+        idempotent batch a produce request carries is checked from its fields; a set of several
+        (only direct Log users write those) is walked by :meth:`check`."""
+        if r.producer_batches != 1 or r.mixed_producers:
+            return self.check(buf)
+        return self._check_one(r.producer_id, r.producer_epoch, r.base_sequence,
+                               _last_seq(r.base_sequence, r.last_sequence_delta))
+
+    def record_append(self, r, buf) -> None:
+        """:meth:`update` from an append's summary, after the write gave the batch its offsets."""
+        if r.producer_batches != 1 or r.mixed_producers:
+            self.update(buf)
+            return
+        self._record(r.producer_id, r.producer_epoch, r.base_sequence, r.last_sequence_delta,
+                     r.producer_first_offset, r.producer_last_offset, r.producer_max_timestamp)
+
     def check(self, buf) -> BatchMetadata | None:
         """Check every idempotent batch of ``buf`` (validated, offsets not yet assigned).
 

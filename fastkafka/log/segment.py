@@ -1,13 +1,12 @@
 """LogSegment: one ``%020d.log`` file with its ``.index`` and ``.timeindex``, named by base offset.
 
-The segment appends whole, already validated and offset-stamped batches; it keeps a sparse offset
-index entry (and a time index entry for the largest timestamp so far) every
-``index.interval.bytes`` — the write and that bookkeeping are one Cython call
-(``SegmentFile.append_batches`` with the segment's ``IndexCursor``; the Log's common case
-calls ``SegmentFile.append_checked`` through ``_core.append_state`` instead); it answers "where is the batch containing offset o" with a floor lookup
-in the mmap'd index plus a short forward scan of batch headers (both in ``_core``).
+The active segment takes the log's appends through the log's ``Appender`` (``_core.appender``:
+one walk, the write and the sparse index entries in one call), attached with
+``attach_appender``; while attached its published size is the appender's. The segment answers
+"where is the batch containing offset o" with a floor lookup in the mmap'd index plus a short
+forward scan of batch headers (both in ``_core``).
 
-Thread-safety: ``append``, ``truncate_to``, ``roll`` and ``recover`` are writer-only (the owning
+Thread-safety: appends, ``truncate_to``, ``roll`` and ``recover`` are writer-only (the owning
 Log's lock). ``read``, ``find_offset_by_timestamp`` and the lazy opening of files may run on any
 thread concurrently with the writer: a reader bounds itself by the ``size`` published after each
 write, so it never sees a partial batch.
@@ -15,7 +14,7 @@ write, so it never sees a partial batch.
 Example::
 
     >>> seg = LogSegment(tmpdir, 0, LogConfig(), FileCache(), active=True)      # doctest: +SKIP
-    >>> seg.append(batches, 0, -1, 1 << 30); seg.read(0, 1 << 20)                 # doctest: +SKIP
+    >>> seg.attach_appender(appender); appender.append(batches); seg.read(0, 1 << 20)  # doctest: +SKIP
     (<SegmentFile>, 0, 68)
 """
 from __future__ import annotations
@@ -62,7 +61,8 @@ class LogSegment:
         self.created_ms = created_ms
         if active and not os.path.exists(self.log_path):
             os.close(os.open(self.log_path, os.O_WRONLY | os.O_CREAT, 0o644))
-        self.size = os.stat(self.log_path).st_size
+        self._size = os.stat(self.log_path).st_size
+        self._appender = None        # the log's Appender while this segment takes its appends
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         # index bookkeeping between appends (largest timestamp so far, bytes since the last
@@ -72,10 +72,26 @@ class LogSegment:
         self.deleted = False
         self._pinned: SegmentFile | None = None
         self._file: SegmentFile | None = None    # managed by the FileCache (see files.py)
-        self._ref = False                         # CLOCK reference bit for the FileCache
+        self.referenced = False                   # CLOCK reference bit for the FileCache
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path!r}, size={self.size}, active={self.active})"
+
+    @property
+    def size(self) -> int:
+        """Bytes published: readers never read past them. Thread-safe."""
+        a = self._appender
+        return self._size if a is None else a.size
+
+    # --- the FileCache's owner protocol (files.py) ---
+    def file_opened(self, f: SegmentFile) -> None:
+        self._file = f
+
+    def file_dropped(self) -> None:
+        self._file = None
+        a = self._appender
+        if a is not None:
+            a.drop_file()
 
     # --- lazily opened files ---
     def file(self) -> SegmentFile:
@@ -88,7 +104,7 @@ class LogSegment:
             # replaced it, or nothing.
             with self._open_lock:
                 f = self._pinned if self._pinned is not None else self._files.get(self, self._open_file)
-        self._ref = True
+        self.referenced = True
         return f
 
     def writer_file(self) -> SegmentFile:
@@ -167,17 +183,24 @@ class LogSegment:
         return valid
 
     # --- writer side ---
-    def append(self, buf, next_offset: int, leader_epoch: int, max_size: int) -> int:
-        """Stamp offsets from ``next_offset`` on validated v2 batches (``buf``, writable), write
-        them at the end with their index entries; returns the next offset, or -1 (nothing
-        written) when this non-empty segment cannot take them (``max_size`` bytes, 32-bit
-        relative offsets, full index): roll. Writer only."""
-        f = self.writer_file()
-        nxt = f.append_batches(buf, self._cursor or self._load_cursor(),
-                               self._offset_index or self.offset_index(),
-                               self._time_index or self.time_index(), next_offset, leader_epoch, max_size)
-        self.size = f.size     # publish last: readers bound themselves by it
-        return nxt
+    def attach_appender(self, appender) -> None:
+        """This active segment takes the log's appends (``appender``: the log's
+        ``_core.appender.Appender``) until ``detach_appender``. Writer only."""
+        appender.attach(self.writer_file, self.writer_indexes, self.base_offset, self._size, self.created_ms)
+        self._appender = appender
+
+    def writer_indexes(self) -> tuple[IndexCursor, OffsetIndex, TimeIndex]:
+        """(cursor, offset index, time index) the appender writes entries through. Writer only."""
+        return self.cursor(), self.offset_index(), self.time_index()
+
+    def detach_appender(self) -> None:
+        """Stop taking appends (a roll, truncation, close): the size the appender published
+        becomes this segment's own. Writer only."""
+        a = self._appender
+        if a is not None:
+            self._size = a.size
+            self._appender = None
+            a.detach()
 
     def flush(self) -> None:
         """fdatasync the .log. Indexes are not msync'ed: they are rebuilt when found damaged, and
@@ -196,9 +219,14 @@ class LogSegment:
     def _final_time_entry(self, ti: TimeIndex) -> None:
         # Kafka's last time index entry holds the segment's largest timestamp even when it is
         # not interval-aligned, so retention can read it back after a restart.
-        cur = self._cursor or self._load_cursor()
+        cur = self.cursor()
         if cur.max_timestamp >= 0 and not ti.is_full:
             ti.append(cur.max_timestamp, cur.offset_of_max_timestamp)
+
+    def cursor(self) -> IndexCursor:
+        """Where the sparse indexes stand (largest timestamp so far, bytes since the last entry);
+        loaded on first use. Thread-safe."""
+        return self._cursor or self._load_cursor()
 
     def _load_cursor(self) -> IndexCursor:
         # A segment opened from disk: its largest timestamp is the time index's last entry.
@@ -214,7 +242,7 @@ class LogSegment:
         """Drop everything from ``position`` (a batch boundary holding ``next_offset``). Writer only."""
         f = self.writer_file()
         f.truncate(position)
-        self.size = position
+        self._size = position
         self.offset_index().truncate_to(next_offset)
         self.time_index().truncate_to(next_offset)
         self._cursor = None
@@ -235,7 +263,7 @@ class LogSegment:
             w = SegmentFile(self.log_path, writable=True)
             w.truncate(valid)
             w.close()
-            self.size = valid
+            self._size = valid
         return dropped
 
     def recover_tail(self) -> int:
@@ -277,7 +305,7 @@ class LogSegment:
         if f is None or self.active:
             f = self.file()
         else:
-            self._ref = True
+            self.referenced = True
         r = f.region(self._offset_index or self.offset_index(), offset, max_bytes, end, min_one_message)
         return None if r is None else (f, r[0], r[1])
 
@@ -302,12 +330,12 @@ class LogSegment:
     @property
     def max_timestamp(self) -> int:
         """Largest timestamp in the segment (-1 when it has none). Thread-safe."""
-        return (self._cursor or self._load_cursor()).max_timestamp
+        return self.cursor().max_timestamp
 
     @property
     def offset_of_max_timestamp(self) -> int:
         """The (last) offset of the batch holding ``max_timestamp``. Thread-safe."""
-        return (self._cursor or self._load_cursor()).offset_of_max_timestamp
+        return self.cursor().offset_of_max_timestamp
 
     def largest_timestamp(self) -> int:
         """What retention judges by: the largest record timestamp, else the file's mtime (ms)."""
@@ -363,6 +391,11 @@ class LogSegment:
                 os.unlink(p)
             except FileNotFoundError:
                 pass
+
+    def reopened(self, config: LogConfig) -> "LogSegment":
+        """A new object for this segment's files (the cleaner replaced them), in the same
+        descriptor budget."""
+        return LogSegment(self.dir, self.base_offset, config, self._files, created_ms=self.created_ms)
 
     def make_active(self) -> None:
         """A rolled segment becomes the active one again (a truncation back into it): its

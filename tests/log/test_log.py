@@ -221,16 +221,17 @@ def test_an_evicted_active_file_is_reopened_at_the_published_end(make_log):
 
 
 def test_a_reader_never_moves_where_the_writer_appends(make_log):
-    """LogSegment.file() is the readers' door too: with a reader's stale view of the published
-    size it must not set the shared handle's size (the writer's next append would land over its
-    last batch); only writer_file() does, from the published size."""
+    """LogSegment.file() is the readers' door too: it never sets a handle's size. When the
+    descriptor budget drops the active segment's file and a reader opens it again, the appender
+    reopens through writer_file(), at the published size, and appends after its last batch."""
     log = make_log()
     log.append(batch(3))
     seg = log.active_segment
     f = seg.file()
     end = f.size
-    seg.size -= 1                             # what a reader read before the writer published
-    assert seg.file() is f and f.size == end
-    seg.size += 1
+    assert seg.file() is f and f.size == end == seg.size
+    log._files.forget(seg)                    # evicted: the appender was told (file_dropped)
+    g = seg.file()                            # a reader's open
+    assert g is not f and g.size == end
     log.append(batch(2))
     assert offsets_in(log.read(0, 1 << 20)) == [0, 1, 2, 3, 4]

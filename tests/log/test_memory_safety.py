@@ -141,50 +141,6 @@ def test_lock_free_readers_survive_the_writer_closing_indexes(writer):
     assert int(run_child(READERS_VS_CLOSE.replace("WRITER", writer))) > 0
 
 
-def test_first_large_appends_from_many_threads_at_once_and_after_fork():
-    """The append helper thread starts on first use: threads racing to that first use (and a
-    forked child, where the parent's helper does not exist) must each get a correct append."""
-    out = run_child("""
-        import os, tempfile, threading
-        from fastkafka._core.index import OffsetIndex, TimeIndex
-        from fastkafka._core.segment import IndexCursor, SegmentFile
-        from fastkafka.records import build_batch
-
-        d = tempfile.mkdtemp()
-        big = build_batch([(b"k", bytes(1024), [], 1)] * 300)      # ~300 KiB: the helper's size
-        assert len(big) >= 262144
-        n = 8
-        go = threading.Barrier(n)
-        results = [None] * n
-
-        def append(i):
-            f = SegmentFile(os.path.join(d, "%d.log" % i), create=True)
-            oi = OffsetIndex(os.path.join(d, "%d.index" % i), 0, 4096)
-            ti = TimeIndex(os.path.join(d, "%d.timeindex" % i), 0, 4096)
-            buf = bytearray(big)
-            go.wait()
-            nxt = f.append_checked(buf, IndexCursor(4096), oi, ti, 1000 * i, 5, 1 << 30, 1 << 30)
-            results[i] = (nxt, f.read(0, f.size) == bytes(buf))
-
-        threads = [threading.Thread(target=append, args=(i,)) for i in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert results == [(1000 * i + 300, True) for i in range(n)], results
-        pid = os.fork()
-        if pid == 0:
-            f = SegmentFile(os.path.join(d, "child.log"), create=True)
-            nxt = f.append_checked(bytearray(big), IndexCursor(4096), OffsetIndex(
-                os.path.join(d, "child.index"), 0, 4096), TimeIndex(os.path.join(d, "child.t"), 0, 4096),
-                0, 0, 1 << 30, 1 << 30)
-            os._exit(0 if nxt == 300 and f.size == len(big) else 1)
-        assert os.waitpid(pid, 0)[1] == 0
-        print("ok")
-    """)
-    assert out.strip() == "ok"
-
-
 def test_a_new_empty_partition_maps_no_index(make_log):
     """Opening a log whose active segment is empty maps nothing: a broker creating thousands
     of partitions must not spend two of the process's vm.max_map_count mappings on each."""

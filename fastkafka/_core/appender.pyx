@@ -1,0 +1,397 @@
+# The append path of one partition's log: a run of v2 batches in, one walk, a status and a summary
+# out (contract: appender.pxd; byte layout: records_layout.pxd).
+#
+# Every append -- plain, idempotent, transactional, compacted, LogAppendTime -- is one call:
+# frame and check every batch (CRC-32C, every record of the uncompressed ones) with the GIL
+# released, summarize it (offsets taken, record count, largest batch, producer id/epoch/sequence
+# range, null keys), and when the caller's limits and checks allow, under the Log's lock: stamp
+# offsets (and LogAppendTime), pwrite at the end of the active segment, add the sparse index
+# entries, publish the new size and advance the log end. Anything policy must decide first comes
+# back as a status with the summary and nothing written; the caller settles it and calls again
+# with the CHECKED_* flags of what it settled, so nothing is walked twice.
+#
+# Mechanism only: what the limits are, what a status means, and when to roll, flush or fence a
+# producer is fastkafka.log's (Python). This module holds no reference to a log/ object: the
+# active segment is attached with its file opener, cursor and indexes (Appender.attach).
+from cpython.buffer cimport PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.object cimport PyObject, PyTypeObject
+from libc.stdint cimport int32_t, int64_t, INT32_MAX
+from libc.string cimport memset
+
+from fastkafka._core.index cimport OffsetIndex, TimeIndex
+from fastkafka._core.records_layout cimport (
+    BATCH_END, BATCH_OK, BatchCursor, NOGIL_THRESHOLD, TRANSACTIONAL_MASK, batch_attributes,
+    batch_base_offset, batch_base_sequence, batch_is_compressed, batch_last_offset_delta,
+    batch_max_timestamp, batch_producer_epoch, batch_producer_id, batch_record_count,
+    cursor_batch, cursor_init, cursor_next, stamp_batch, walk_records)
+from fastkafka._core.segment cimport IndexCursor, SegmentFile
+from fastkafka._core.wall_clock cimport wall_clock_now_ms
+
+from fastkafka._core.segment import wall_clock_ms
+
+cdef extern from *:
+    """
+    /* An instance of a tuple subclass (a NamedTuple) from four ints without a Python-level
+     * __new__: what tuple.__new__(cls, (a, b, c, d)) does, minus the argument tuple. */
+    static PyObject *fk_tuple4(PyTypeObject *cls, long long a, long long b, long long c, long long d) {
+        long long v[4] = {a, b, c, d};
+        PyObject *t = cls->tp_alloc(cls, 4);
+        int i;
+        if (t == NULL)
+            return NULL;
+        for (i = 0; i < 4; i++) {
+            PyObject *x = PyLong_FromLongLong(v[i]);
+            if (x == NULL) {
+                Py_DECREF(t);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(t, i, x);
+        }
+        return t;
+    }
+    """
+    object fk_tuple4(PyTypeObject* cls, long long a, long long b, long long c, long long d)
+
+# Python names of the statuses and flags (the enums are appender.pxd's)
+OK = APPEND_OK
+ROLL = APPEND_ROLL
+INVALID = APPEND_INVALID
+BATCH_TOO_LARGE = APPEND_BATCH_TOO_LARGE
+SET_TOO_LARGE = APPEND_SET_TOO_LARGE
+NEEDS_PRODUCER_CHECK = APPEND_NEEDS_PRODUCER_CHECK
+NEEDS_KEY_CHECK = APPEND_NEEDS_KEY_CHECK
+NULL_KEY = APPEND_NULL_KEY
+CLOSED = APPEND_CLOSED
+BYTES_CHECKED = CHECKED_BYTES
+PRODUCER_CHECKED = CHECKED_PRODUCER
+KEYS_CHECKED = CHECKED_KEYS
+
+cdef int64_t NO_PRODUCER_ID = -1
+
+
+cdef void summarize(const unsigned char* p, Py_ssize_t n, bint check, bint count_keys,
+                    AppendSummary* s) noexcept nogil:
+    """The one walk over the set: frame every batch (and with ``check`` its CRC and records),
+    and sum up what the policy looks at. Sets ``s.status`` to APPEND_INVALID on bad bytes."""
+    cdef BatchCursor c
+    cdef const unsigned char* b
+    cdef Py_ssize_t err_pos = 0
+    cdef int64_t pid, ts
+    cdef int32_t seq_end = 0
+    cursor_init(&c, p, n)
+    s.max_timestamp = -1
+    s.producer_id = NO_PRODUCER_ID
+    while cursor_next(&c, check):
+        b = cursor_batch(&c)
+        if check and not batch_is_compressed(b):
+            if walk_records(b, <Py_ssize_t>c.size, &err_pos, &s.null_keys if count_keys else NULL) != 0:
+                s.status = APPEND_INVALID
+                return
+        s.batch_count += 1
+        s.record_count += batch_record_count(b)
+        s.offsets += <int64_t>batch_last_offset_delta(b) + 1
+        if c.size > s.largest_batch:
+            s.largest_batch = c.size
+        ts = batch_max_timestamp(b)
+        if ts > s.max_timestamp:
+            s.max_timestamp = ts
+        if batch_is_compressed(b):
+            s.compressed_batches += 1
+        if batch_attributes(b) & TRANSACTIONAL_MASK:
+            s.transactional = True
+        pid = batch_producer_id(b)
+        if pid != NO_PRODUCER_ID:
+            if s.producer_batches == 0:
+                s.producer_id = pid
+                s.producer_epoch = batch_producer_epoch(b)
+                s.base_sequence = batch_base_sequence(b)
+            elif (pid != s.producer_id or batch_producer_epoch(b) != s.producer_epoch
+                  or batch_base_sequence(b) != <int32_t>(<int64_t>s.base_sequence + seq_end + 1)):
+                s.mixed_producers = True
+            seq_end = <int32_t>(<int64_t>batch_base_sequence(b) - s.base_sequence) + batch_last_offset_delta(b)
+            s.producer_batches += 1
+        elif s.producer_batches:
+            s.mixed_producers = True
+    s.last_sequence_delta = seq_end
+    if c.status != BATCH_END or s.batch_count == 0:
+        s.status = APPEND_INVALID
+    elif s.producer_batches and s.producer_batches != s.batch_count:
+        s.mixed_producers = True
+
+
+cdef void stamp_all(unsigned char* p, Py_ssize_t n, int64_t next_offset, int32_t leader_epoch,
+                    int64_t log_append_time, AppendSummary* s) noexcept nogil:
+    """Give the set its offsets (the set framed already) and note where the producer batches
+    landed."""
+    cdef BatchCursor c
+    cdef unsigned char* b
+    cursor_init(&c, p, n)
+    s.first_offset = next_offset
+    s.producer_first_offset = -1
+    while cursor_next(&c, False):
+        b = <unsigned char*>cursor_batch(&c)
+        stamp_batch(b, c.size, next_offset, leader_epoch, log_append_time)
+        if batch_producer_id(b) != NO_PRODUCER_ID:
+            if s.producer_first_offset < 0:
+                s.producer_first_offset = next_offset
+            s.producer_last_offset = next_offset + batch_last_offset_delta(b)
+            if batch_max_timestamp(b) > s.producer_max_timestamp:
+                s.producer_max_timestamp = batch_max_timestamp(b)
+        next_offset += <int64_t>batch_last_offset_delta(b) + 1
+    s.last_offset = next_offset - 1
+    if log_append_time >= 0:
+        s.max_timestamp = log_append_time
+
+
+cdef class AppendResult:
+    """What an append that policy must look at found (``Appender.append``'s non-plain answer):
+    ``status`` (OK, ROLL, INVALID, ...) and the set's summary. After OK, ``first_offset`` ..
+    ``last_offset`` are the offsets given and the ``producer_*`` offsets where its idempotent
+    batches landed. Pass ``flags`` back on the retry after settling the status.
+
+    Example::
+
+        >>> import threading
+        >>> from fastkafka.records import build_batch
+        >>> a = Appender(threading.RLock(), tuple, wall_clock_ms, None)
+        >>> r = a.append(bytearray(build_batch([(b"k", b"v", [], 1)], producer_id=7,
+        ...                                    producer_epoch=0, base_sequence=0)))
+        >>> r.status == NEEDS_PRODUCER_CHECK, r.producer_id, r.base_sequence, r.record_count
+        (True, 7, 0, 1)
+    """
+    cdef AppendSummary s
+
+    @property
+    def status(self): return self.s.status
+    @property
+    def flags(self): return self.s.flags
+    @property
+    def bytes(self): return self.s.bytes
+    @property
+    def batch_count(self): return self.s.batch_count
+    @property
+    def record_count(self): return self.s.record_count
+    @property
+    def largest_batch(self): return self.s.largest_batch
+    @property
+    def first_offset(self): return self.s.first_offset
+    @property
+    def last_offset(self): return self.s.last_offset
+    @property
+    def max_timestamp(self): return self.s.max_timestamp
+    @property
+    def log_append_time(self): return self.s.log_append_time
+    @property
+    def compressed_batches(self): return self.s.compressed_batches
+    @property
+    def null_keys(self): return self.s.null_keys
+    @property
+    def transactional(self): return self.s.transactional
+    @property
+    def producer_batches(self): return self.s.producer_batches
+    @property
+    def mixed_producers(self): return self.s.mixed_producers
+    @property
+    def producer_id(self): return self.s.producer_id
+    @property
+    def producer_epoch(self): return self.s.producer_epoch
+    @property
+    def base_sequence(self): return self.s.base_sequence
+    @property
+    def last_sequence_delta(self): return self.s.last_sequence_delta
+    @property
+    def producer_first_offset(self): return self.s.producer_first_offset
+    @property
+    def producer_last_offset(self): return self.s.producer_last_offset
+    @property
+    def producer_max_timestamp(self): return self.s.producer_max_timestamp
+
+    def __repr__(self):
+        return (f"AppendResult(status={self.s.status}, batches={self.s.batch_count}, "
+                f"records={self.s.record_count}, offsets={self.s.first_offset}..{self.s.last_offset}, "
+                f"producer_id={self.s.producer_id})")
+
+
+cdef class Appender:
+    """One partition log's append path: its log-end state and its attached active segment.
+
+    ``append(buf, leader_epoch, flags)`` walks the batches of ``buf`` (a writable buffer) once;
+    when the limits (``set_limits``) and the caller's ``flags`` leave nothing to policy it takes
+    ``lock`` (the Log's RLock), reads the clock, writes the set into the active segment and
+    returns ``info_type(base_offset, last_offset, log_append_time, log_start_offset)``;
+    otherwise it returns an :class:`AppendResult` whose status says why nothing was written (or,
+    with status OK, that the set was written but holds idempotent batches the producer state
+    records). None for a buffer that is read-only or not a buffer. After the lock is released it
+    calls ``flush()`` when flush.messages or flush.ms is reached. Thread-safe; the public fields
+    are written under the lock and read lock-free.
+
+    Example::
+
+        >>> import os, tempfile, threading
+        >>> from fastkafka._core.index import OffsetIndex, TimeIndex
+        >>> from fastkafka._core.segment import IndexCursor, SegmentFile
+        >>> from fastkafka.log.log import LogAppendInfo
+        >>> from fastkafka.records import build_batch
+        >>> d = tempfile.mkdtemp()
+        >>> def indexes():
+        ...     oi = OffsetIndex(os.path.join(d, "0.index"), 0, 4096)
+        ...     ti = TimeIndex(os.path.join(d, "0.timeindex"), 0, 4096)
+        ...     return IndexCursor(4096), oi, ti
+        >>> a = Appender(threading.RLock(), LogAppendInfo, wall_clock_ms, None)
+        >>> a.attach(lambda: SegmentFile(os.path.join(d, "0.log"), create=True), indexes, 0, 0, wall_clock_ms())
+        >>> a.append(bytearray(build_batch([(b"k", b"v", [], 1)])))
+        LogAppendInfo(base_offset=0, last_offset=0, log_append_time=-1, log_start_offset=0)
+        >>> a.next_offset, a.size
+        (1, 70)
+    """
+
+    def __init__(self, lock, type info_type not None, clock, flush):
+        if not issubclass(info_type, tuple):
+            raise TypeError("info_type must be a tuple subclass (a NamedTuple)")
+        self._acquire = lock.acquire
+        self._release = lock.release
+        self._info_type = info_type
+        self._clock = clock
+        self._c_clock = clock is wall_clock_ms
+        self._flush = flush
+        self.set_limits(1 << 30, (1 << 63) - 1, 1 << 20, (1 << 63) - 1, (1 << 63) - 1, False, False)
+
+    def set_limits(self, int64_t segment_bytes, int64_t segment_ms, int64_t max_batch_bytes,
+                   int64_t flush_messages, int64_t flush_ms, bint log_append_time, bint compact):
+        """The Log's config as the append path applies it (see AppendLimits in appender.pxd)."""
+        self.limits.segment_bytes = segment_bytes
+        self.limits.segment_ms = segment_ms
+        self.limits.max_batch_bytes = max_batch_bytes
+        self.limits.flush_messages = flush_messages
+        self.limits.flush_ms = flush_ms
+        self.limits.log_append_time = log_append_time
+        self.limits.compact = compact
+
+    def attach(self, open_file, open_indexes, int64_t base_offset, int64_t size, int64_t created_ms):
+        """Appends go to this active segment from now on: ``open_file()`` gives its writable
+        file (called again after ``drop_file``), ``open_indexes()`` its (IndexCursor,
+        OffsetIndex, TimeIndex) on the first append (an empty partition maps no index until
+        then), and ``size`` is where its published bytes end. Under the Log's lock."""
+        self._open_file = open_file
+        self._open_indexes = open_indexes
+        self._file = None
+        self._cursor = None
+        self._oi = None
+        self._ti = None
+        self.base_offset = base_offset
+        self.size = size
+        self.created_ms = created_ms
+        self.attached = True
+
+    def detach(self):
+        """No active segment (the log closed, or a new one is about to be attached): the next
+        append answers CLOSED. Under the Log's lock."""
+        self._open_file = self._open_indexes = self._file = None
+        self._cursor = None
+        self._oi = None
+        self._ti = None
+        self.attached = False
+
+    def drop_file(self):
+        """The descriptor budget closed the active segment's file: reopen it on the next append.
+        Any thread (an append in flight keeps its own reference)."""
+        self._file = None
+
+    cpdef bint appended(self, int64_t next_offset, int64_t records, int64_t now):
+        """Count ``records`` appended up to ``next_offset`` (the log end and the high watermark
+        move there); True when the flush limits are reached. Under the lock."""
+        self.next_offset = self.high_watermark = next_offset
+        if not self.unflushed_messages:
+            self.first_unflushed_ms = now
+        self.unflushed_messages += records
+        return (self.unflushed_messages >= self.limits.flush_messages
+                or now - self.first_unflushed_ms >= self.limits.flush_ms)
+
+    def append(self, buf, int32_t leader_epoch=-1, int flags=0):
+        """Append ``buf`` or say why not; see the class docstring."""
+        cdef Py_buffer view
+        cdef bint flush_due = False
+        cdef AppendSummary s
+        cdef AppendResult r
+        try:
+            PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE)
+        except (BufferError, TypeError):    # read-only or not a buffer: the caller copies
+            return None
+        try:
+            self._append(<unsigned char*>view.buf, view.len, leader_epoch, flags, &s, &flush_due)
+        finally:
+            PyBuffer_Release(&view)
+        if flush_due:
+            self._flush()
+        if s.status == APPEND_OK and s.producer_batches == 0:
+            return fk_tuple4(<PyTypeObject*>self._info_type, s.first_offset, s.last_offset,
+                             s.log_append_time, self.log_start_offset)
+        r = AppendResult.__new__(AppendResult)
+        r.s = s
+        return r
+
+    cdef int _append(self, unsigned char* p, Py_ssize_t n, int32_t leader_epoch, int flags,
+                     AppendSummary* s, bint* flush_due) except -1:
+        cdef AppendLimits* lim = &self.limits
+        cdef bint check = not (flags & CHECKED_BYTES)
+        cdef int64_t now, at, append_time
+        cdef SegmentFile f
+        memset(s, 0, sizeof(AppendSummary))
+        s.bytes = n
+        s.log_append_time = -1
+        if n <= 0:
+            s.status = APPEND_INVALID
+            return 0
+        if check and n >= NOGIL_THRESHOLD:
+            with nogil:
+                summarize(p, n, True, lim.compact, s)
+        else:
+            summarize(p, n, check, lim.compact, s)
+        if s.status != APPEND_OK:
+            return 0
+        s.flags = flags | CHECKED_BYTES
+        if s.largest_batch > lim.max_batch_bytes:
+            s.status = APPEND_BATCH_TOO_LARGE
+        elif n > lim.segment_bytes:
+            s.status = APPEND_SET_TOO_LARGE
+        elif lim.compact and s.null_keys:
+            s.status = APPEND_NULL_KEY
+        elif lim.compact and s.compressed_batches and not (flags & CHECKED_KEYS):
+            s.status = APPEND_NEEDS_KEY_CHECK
+        elif s.producer_batches and not (flags & CHECKED_PRODUCER):
+            s.status = APPEND_NEEDS_PRODUCER_CHECK
+        if s.status != APPEND_OK:
+            return 0
+        self._acquire()
+        try:
+            if not self.attached or self.deleted:
+                s.status = APPEND_CLOSED
+                return 0
+            if self._cursor is None:
+                self._cursor, self._oi, self._ti = self._open_indexes()
+            now = wall_clock_now_ms() if self._c_clock else self._clock()
+            at = self.size
+            if at and (now - self.created_ms >= lim.segment_ms or at + n > lim.segment_bytes
+                       or self._cursor.full
+                       or self.next_offset + s.offsets - 1 - self.base_offset > INT32_MAX):
+                s.status = APPEND_ROLL
+                return 0
+            f = self._file
+            if f is None:
+                f = self._file = self._open_file()
+            if f.size != at:        # a handle opened by a reader starts at the file's end then
+                f.set_size(at)
+            append_time = now if lim.log_append_time else -1
+            if append_time >= 0 and n >= NOGIL_THRESHOLD:
+                with nogil:
+                    stamp_all(p, n, self.next_offset, leader_epoch, append_time, s)
+            else:
+                stamp_all(p, n, self.next_offset, leader_epoch, append_time, s)
+            s.log_append_time = append_time
+            f.write_end(p, n)
+            self._cursor.index_run(p, n, at, self._oi, self._ti)
+            self.size = at + n       # publish last: readers bound themselves by it
+            flush_due[0] = self.appended(s.last_offset + 1, s.record_count, now)
+        finally:
+            self._release()
+        return 0
