@@ -1,9 +1,14 @@
 """The import graph respects DESIGN §2's layers: a module imports only from lower layers (or from
 its own component). Inside a layer only the orderings in SAME_LAYER_OK are allowed, each the
 lower-level piece of its layer (so `protocol`/`log` and `cluster`/`coordinator`/`client` never
-import each other)."""
+import each other). Cython sources (.pyx, .pxd) included.
+
+And layers meet through declared contracts only (DESIGN §10): no code reads or writes another
+object's private attributes (``obj._x`` where obj is not ``self``/``cls``), except a class
+reaching the privates of its own instances."""
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -26,12 +31,12 @@ SAME_LAYER_OK = {
 
 def component(path: pathlib.Path) -> str:
     rel = path.relative_to(ROOT)
-    return rel.parts[0].removesuffix(".py").removesuffix(".pyx")
+    return rel.parts[0].removesuffix(".py").removesuffix(".pyx").removesuffix(".pxd")
 
 
 def imported_components(path: pathlib.Path):
     """Top-level fastkafka components a file imports (absolute and relative imports)."""
-    if path.suffix == ".pyx":  # Cython: only look at plain import lines
+    if path.suffix in (".pyx", ".pxd"):  # Cython: only look at plain import lines
         for line in path.read_text().splitlines():
             words = line.split()
             if len(words) >= 2 and words[0] in ("import", "from", "cimport") and words[1].startswith("fastkafka."):
@@ -61,7 +66,7 @@ def imported_components(path: pathlib.Path):
                     yield from (a.name for a in node.names)
 
 
-SOURCES = sorted(p for p in ROOT.rglob("*") if p.suffix in (".py", ".pyx"))
+SOURCES = sorted(p for p in ROOT.rglob("*") if p.suffix in (".py", ".pyx", ".pxd"))
 
 
 def test_every_component_has_a_layer():
@@ -92,3 +97,60 @@ def test_the_checker_sees_a_violation(tmp_path, monkeypatch):
     assert set(imported_components(bad)) == {"server", "log"}
     with pytest.raises(AssertionError):
         test_imports_respect_layers(bad)
+
+
+# namedtuple's public API is spelled with an underscore
+PUBLIC_UNDERSCORE = {"_replace", "_asdict", "_fields", "_make"}
+PACKAGES = {c for c in LAYER if c.startswith("_")}   # fastkafka._core is a path, not an attribute
+# Cython: `name._attr` on a line that is not a comment, name not self/cls (cimported modules are
+# spelled without underscores)
+_CY_PRIVATE = re.compile(r"(?<![\w.])(?!self\b|cls\b)([A-Za-z_]\w*)\.(_[a-z]\w*)")
+
+
+def private_crossings(path: pathlib.Path) -> list[str]:
+    """``obj._x`` uses in ``path`` where obj is another object (see the module docstring)."""
+    if path.suffix in (".pyx", ".pxd"):
+        out = []
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if '"' in code or "'" in code or code.split()[:1] in (["from"], ["import"], ["cimport"]):
+                continue      # strings, docstring examples, imports
+            out += [f"{path.name}:{n}: {m.group(0)}" for m in _CY_PRIVATE.finditer(code)
+                    if m.group(2) not in PUBLIC_UNDERSCORE | PACKAGES]
+        return out
+    tree = ast.parse(path.read_text(), str(path))
+    out = []
+
+    def visit(node, own: set[str]) -> None:
+        if isinstance(node, ast.ClassDef):
+            own = own | {t.attr for t in ast.walk(node) if isinstance(t, ast.Attribute)
+                         and isinstance(t.value, ast.Name) and t.value.id == "self"}
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__") and node.attr not in PUBLIC_UNDERSCORE | PACKAGES
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                and node.attr not in own):
+            out.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, own)
+    visit(tree, set())
+    return out
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_private_attributes_of_other_objects(path):
+    assert not private_crossings(path)
+
+
+def test_the_private_attribute_check_sees_the_old_crossings(tmp_path):
+    """What _core/append_state.pyx and log/files.py once did is found; a class reaching its own
+    instances' privates, and namedtuple's _replace, are not."""
+    pyx = tmp_path / "append_state.pyx"
+    pyx.write_text("cdef f(seg, segments):\n    snap = segments._snap\n    c = seg._cursor or seg._load_cursor()\n"
+                   "    self._snap = snap  # ok\n")
+    assert [c.split(": ")[1] for c in private_crossings(pyx)] == [
+        "segments._snap", "seg._cursor", "seg._load_cursor"]
+    py = tmp_path / "files.py"
+    py.write_text("def get(owner, f):\n    owner._file = f\n    return f._replace(a=1)\n"
+                  "class C:\n    def __init__(self):\n        self._v = 1\n"
+                  "    def copy(self):\n        out = C()\n        out._v = self._v\n        return out\n")
+    assert [c.split(": ")[1] for c in private_crossings(py)] == ["owner._file"]

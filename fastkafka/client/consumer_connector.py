@@ -115,11 +115,9 @@ class KafkaStream:
         while True:
             # the ownership check (in _messages) and the record of what was handed out are one
             # step, so a revocation's commit covers every message handed out before it
-            with c._handout:
-                m = next(self._current, None)
-                if m is not None:
-                    c._consumed[m.topic, m.partition] = m.offset + 1
-                    return m
+            m = c.hand_out(self._current)
+            if m is not None:
+                return m
             try:
                 chunk = self.queue.get(timeout=self._timeout)
             except queue.Empty:
@@ -182,6 +180,16 @@ class ConsumerConnector:
         self._filter = (topic_filter, streams)
         self._start()
         return streams
+
+    def hand_out(self, messages) -> MessageAndMetadata | None:
+        """The next of a stream's ``messages`` (None when they are used up), counted as
+        consumed in the same step as the ownership check that produced it, so a revocation's
+        commit covers every message handed out before it."""
+        with self._handout:
+            m = next(messages, None)
+            if m is not None:
+                self._consumed[m.topic, m.partition] = m.offset + 1
+            return m
 
     def commit_offsets(self) -> None:
         """Commit the offsets of everything the streams have handed out."""

@@ -23,7 +23,7 @@ class GroupAdmin:
             if not self.active:
                 return E.CoordinatorNotAvailableError.code, []
             owned = {p for p in range(self.manager.num_partitions) if self._owns(p)}
-            if owned - self.manager._loaded:
+            if self.manager.unloaded(owned):
                 return E.CoordinatorLoadInProgressError.code, []
             return NONE, [(g.group_id, g.protocol_type or "") for g in self.manager.groups.values()
                           if not g.is_(DEAD) and self.manager.partition_for(g.group_id) in owned]

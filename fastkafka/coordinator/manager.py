@@ -55,6 +55,10 @@ class GroupMetadataManager:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 
+    def unloaded(self, partitions: set[int]) -> set[int]:
+        """Those of ``partitions`` whose groups are not loaded yet."""
+        return partitions - self._loaded
+
     def is_loading(self, group_id: str) -> bool:
         return self.partition_for(group_id) not in self._loaded
 
