@@ -62,7 +62,7 @@ class Controller:
         self._thread = threading.Thread(target=self._run, name=f"fastkafka-controller-{broker_id}", daemon=True)
 
     def start(self) -> None:
-        self.metadata.listeners.append(self._wake.set)
+        self.metadata.add_listener(self._wake.set)
         self.client.add_listener(self._on_state)
         self._thread.start()
 
@@ -71,8 +71,7 @@ class Controller:
         self._wake.set()
         self._election.cancel()
         self.client.remove_listener(self._on_state)
-        if self._wake.set in self.metadata.listeners:
-            self.metadata.listeners.remove(self._wake.set)
+        self.metadata.remove_listener(self._wake.set)
         self._thread.join(timeout)
 
     def _on_state(self, state: str) -> None:

@@ -12,7 +12,7 @@ Watches are kept for the life of the broker, also on deleted paths (kazoo's Data
 an exists-watch), so a topic or broker that comes back is noticed without bookkeeping; kazoo
 re-arms them after a reconnect or a new session.
 
-Thread-safe: snapshots are replaced whole under one lock; ``listeners`` are called (on kazoo's
+Thread-safe: snapshots are replaced whole under one lock; listeners (``add_listener``) are called (on kazoo's
 event thread, so they must be quick) after every change, and :meth:`wait_until` blocks until a
 predicate over the cache holds.
 
@@ -69,7 +69,7 @@ class ZkMetadata:
     def __init__(self, client: KazooClient, cluster_id: str):
         self.client = client
         self.cluster_id = cluster_id
-        self.listeners: list[Callable[[], None]] = []
+        self._listeners: list[Callable[[], None]] = []
         self._cond = threading.Condition()
         self._brokers: dict[int, znodes.BrokerInfo] = {}
         self._topics: dict[str, TopicInfo] = {}
@@ -78,6 +78,16 @@ class ZkMetadata:
         self._watched: set[str] = set()
         self.controller_id = znodes.NO_LEADER
         self._stopped = False
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` (on kazoo's thread: it must not block) after every change."""
+        with self._cond:
+            self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[], None]) -> None:
+        with self._cond:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
 
     # --- watches ---
     def start(self) -> None:
@@ -97,7 +107,7 @@ class ZkMetadata:
     def _changed(self) -> None:
         with self._cond:
             self._cond.notify_all()
-        for cb in list(self.listeners):
+        for cb in list(self._listeners):
             try:
                 cb()
             except Exception:

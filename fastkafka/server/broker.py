@@ -28,7 +28,7 @@ from fastkafka.cluster.embedded import EmbeddedMetadata
 from fastkafka.config import KafkaConfig
 from fastkafka.log import LogManager
 
-from . import coordination
+from .coordination import CoordinationService
 from .dispatch import Dispatcher
 from .handlers import HANDLERS, advertised_apis
 from .purgatory import Purgatory
@@ -91,11 +91,13 @@ class Broker:
         self.cluster = None  # ClusterNode when zookeeper.connect is set (cluster mode)
         self.topics: TopicManager | None = None
         self.fetch_purgatory: Purgatory | None = None
+        self.coordination: CoordinationService | None = None  # see group_coordination()
         self.socket_server: SocketServer | None = None
         self._channel: RequestChannel | None = None
         self._stopped = threading.Event()
         self._started = False
         self._lock = threading.Lock()
+        self._coordination_lock = threading.Lock()
 
     # --- lifecycle ---
     def startup(self) -> None:
@@ -151,7 +153,7 @@ class Broker:
         if self.cluster is None:
             # group coordinator: __consumer_offsets, loads in the background. In cluster mode
             # it starts on the first group request, so the topic spreads over the brokers up by then
-            coordination.start(self)
+            self.group_coordination()
         self.socket_server.start()
         self._started = True
         log.info("broker %d started (cluster id %s, %d topics, log dirs %s)", self.broker_id,
@@ -167,7 +169,9 @@ class Broker:
         log.info("broker %d shutting down", self.broker_id)
         # answer waiting fetches first so draining processors are not held by them
         self.fetch_purgatory.shutdown()
-        coordination.stop(self)  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
+        with self._coordination_lock:
+            if self.coordination is not None:
+                self.coordination.stop()  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
         if self.cluster is not None:
             self.cluster.stop()  # step down and deregister first: clients move on at once
         self.socket_server.shutdown(timeout)
@@ -195,6 +199,24 @@ class Broker:
             self.cluster.register(endpoints)
         except ClusterStartupError as e:
             raise BrokerStartupError(str(e)) from None
+
+    # --- services built on demand ---
+    def group_coordination(self) -> CoordinationService:
+        """The group coordinator and producer-id manager, built on first use (thread-safe): at
+        start-up on a single broker; in cluster mode on the first group request, so that
+        ``__consumer_offsets`` spreads over the brokers up by then."""
+        svc = self.coordination
+        if svc is None:
+            with self._coordination_lock:
+                svc = self.coordination
+                if svc is None:
+                    cluster = self.cluster
+                    svc = self.coordination = CoordinationService(
+                        self.config, self.topics, broker_id=self.broker_id,
+                        metadata=self.metadata if cluster is not None else None,
+                        zk_client=cluster.client if cluster is not None else None,
+                        stopped=self._stopped)
+        return svc
 
     # --- what handlers ask the broker ---
     @property

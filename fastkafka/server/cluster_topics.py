@@ -28,7 +28,6 @@ from typing import Mapping
 
 from fastkafka import errors
 from fastkafka.cluster.embedded import TopicInfo
-from fastkafka.config import LogConfig
 
 from .topics import TopicManager
 
@@ -66,7 +65,7 @@ class ClusterTopicManager(TopicManager):
     # --- keeping the local logs in step with the assignment ---
     def load(self) -> None:
         self.sync()
-        self._metadata.listeners.append(self.sync)
+        self._metadata.add_listener(self.sync)
 
     def sync(self) -> None:
         """Open logs newly assigned here; delete those of topics that no longer exist."""

@@ -1,21 +1,35 @@
 """The broker's group coordinator and producer-id manager: wiring, start-up load and the timer.
 
-:func:`start` (called by :class:`Broker` at start-up, or lazily by the first group request)
-creates the compacted internal topic ``__consumer_offsets`` when missing, builds the
-:class:`GroupCoordinator` over its logs, and starts one thread that first loads every
+:class:`CoordinationService` (built by :meth:`Broker.group_coordination` at start-up, or in
+cluster mode by the first group request) creates the compacted internal topic
+``__consumer_offsets`` when missing, builds the :class:`GroupCoordinator` over its logs, and starts one thread that first loads every
 partition — groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile — and then ticks the
 coordinator (session and rebalance timeouts, offset expiry) every ``TICK_S``. In cluster mode
 the broker coordinates only the groups of the partitions it leads: it loads those, and a group
 hashed onto another broker's partition gets NOT_COORDINATOR (so the client asks FindCoordinator
-again), while one on a led partition still loading gets COORDINATOR_LOAD_IN_PROGRESS. :func:`stop`
-answers the parked JoinGroup/SyncGroup requests with NOT_COORDINATOR so the network layer can
-drain, then stops the thread. If the broker stops without calling it, the thread notices.
+again), while one on a led partition still loading gets COORDINATOR_LOAD_IN_PROGRESS.
+:meth:`CoordinationService.stop` answers the parked JoinGroup/SyncGroup requests with
+NOT_COORDINATOR so the network layer can drain, then stops the thread. If the broker stops
+without calling it (its ``stopped`` event is set), the thread notices.
 
 Example::
 
-    >>> svc = coordination(broker)            # doctest: +SKIP
-    >>> svc.groups.heartbeat("g", 1, "m")     # doctest: +SKIP
+    >>> import tempfile, threading
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.cluster.embedded import EmbeddedMetadata
+    >>> from fastkafka.log import LogManager
+    >>> from fastkafka.server.purgatory import Purgatory
+    >>> from fastkafka.server.topics import TopicManager
+    >>> cfg = KafkaConfig({"log.dirs": tempfile.mkdtemp(), "offsets.topic.num.partitions": 2})
+    >>> logs = LogManager(cfg)
+    >>> topics = TopicManager(cfg, logs, EmbeddedMetadata(cfg.log_dirs[0]), Purgatory("fetch"))
+    >>> topics.load()
+    >>> svc = CoordinationService(cfg, topics, broker_id=0)
+    >>> svc.loaded.wait(10)
+    True
+    >>> svc.groups.heartbeat("g", 1, "m")    # no such member
     25
+    >>> svc.stop(); logs.shutdown()
 """
 from __future__ import annotations
 
@@ -27,50 +41,55 @@ from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC, GroupCoordinator, LogOffsetsStore
 from fastkafka.coordinator.producer_ids import FileBlockStore, ProducerIdManager
 
-__all__ = ["CoordinationService", "coordination", "start", "stop"]
+__all__ = ["CoordinationService"]
 
 log = logging.getLogger("fastkafka.coordinator")
 
 TICK_S = 0.05
-_ATTR = "_fastkafka_coordination"
-_create_lock = threading.Lock()
 
 
 class CoordinationService:
-    """Owns the coordinator's thread; ``groups`` is the :class:`GroupCoordinator`."""
+    """Owns the coordinator's thread; ``groups`` is the :class:`GroupCoordinator`,
+    ``producer_ids`` the :class:`ProducerIdManager`.
 
-    def __init__(self, broker):
-        self.broker = broker
-        cfg = broker.config
+    Built from what it uses: the broker's config, its topic manager (``__consumer_offsets``
+    lives there), and in cluster mode the ZooKeeper metadata (who leads which offsets
+    partition) and client (producer-id blocks); ``stopped`` is the broker's stop event."""
+
+    def __init__(self, config, topics, *, broker_id: int, metadata=None, zk_client=None,
+                 stopped: threading.Event | None = None):
+        self.config, self.topics, self.broker_id = config, topics, broker_id
+        self.metadata = metadata
+        cfg = config
         n = self._ensure_offsets_topic()
-        store = LogOffsetsStore(n, lambda p: broker.topics.log(OFFSETS_TOPIC, p),
+        store = LogOffsetsStore(n, lambda p: topics.log(OFFSETS_TOPIC, p),
                                 compression=cfg["offsets.topic.compression.codec"],
                                 read_chunk=cfg["offsets.load.buffer.size"])
         self.groups = GroupCoordinator.from_config(cfg, store, load=False)
-        self.producer_ids = ProducerIdManager(self._producer_id_store(),
+        self.producer_ids = ProducerIdManager(self._producer_id_store(zk_client),
                                               block_size=cfg["producer.id.block.size"])
         self.loaded = threading.Event()
-        self._cluster = getattr(broker, "cluster", None) is not None
+        self._cluster = zk_client is not None
+        self._broker_stopped = stopped
         self._loaded_partitions: set[int] = set()
         self._leadership_changed = threading.Event()
         if self._cluster:
             self.groups.owns_partition = self._leads
-            broker.metadata.listeners.append(self._leadership_changed.set)
+            metadata.add_listener(self._leadership_changed.set)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fastkafka-group-coordinator",
                                         daemon=True)
         self._thread.start()
 
-    def _producer_id_store(self):
+    def _producer_id_store(self, zk_client):
         """Cluster mode: the ``/latest_producer_id_block`` znode all brokers share; else a file."""
-        cluster = getattr(self.broker, "cluster", None)
-        if cluster is not None:
+        if zk_client is not None:
             from fastkafka.cluster.producer_ids import ZkBlockStore  # noqa: PLC0415 (needs kazoo)
-            return ZkBlockStore(cluster.client, self.broker.broker_id)
-        return FileBlockStore(os.path.join(self.broker.config.log_dirs[0], "producer_id_block"))
+            return ZkBlockStore(zk_client, self.broker_id)
+        return FileBlockStore(os.path.join(self.config.log_dirs[0], "producer_id_block"))
 
     def _ensure_offsets_topic(self) -> int:
-        topics, cfg = self.broker.topics, self.broker.config
+        topics, cfg = self.topics, self.config
         info = topics.get(OFFSETS_TOPIC)
         if info is None:
             try:
@@ -85,7 +104,7 @@ class CoordinationService:
 
     def _leads(self, partition: int) -> bool:
         """Cluster mode: whether this broker leads ``__consumer_offsets-<partition>`` (and coordinates its groups)."""
-        return self.broker.metadata.leader(OFFSETS_TOPIC, partition) == self.broker.broker_id
+        return self.metadata.leader(OFFSETS_TOPIC, partition) == self.broker_id
 
     def _led_partitions(self) -> set[int]:
         return {p for p in range(self.groups.manager.num_partitions) if self._leads(p)}
@@ -110,7 +129,7 @@ class CoordinationService:
         finally:
             self.loaded.set()
         log.info("group coordinator loaded %d group(s)", len(self.groups.manager.groups))
-        broker_stopped = getattr(self.broker, "_stopped", None)
+        broker_stopped = self._broker_stopped
         while not self._stop.wait(TICK_S):
             if broker_stopped is not None and broker_stopped.is_set():
                 self.groups.shutdown()
@@ -125,27 +144,8 @@ class CoordinationService:
     def stop(self) -> None:
         self.groups.shutdown()
         self._stop.set()
+        if self._cluster:
+            self.metadata.remove_listener(self._leadership_changed.set)
         if threading.current_thread() is not self._thread:
             self._thread.join(5.0)
 
-
-def coordination(broker) -> CoordinationService:
-    """The broker's service, created on first use (thread-safe)."""
-    svc = getattr(broker, _ATTR, None)
-    if svc is None:
-        with _create_lock:
-            svc = getattr(broker, _ATTR, None)
-            if svc is None:
-                svc = CoordinationService(broker)
-                setattr(broker, _ATTR, svc)
-    return svc
-
-
-def start(broker) -> CoordinationService:
-    return coordination(broker)
-
-
-def stop(broker) -> None:
-    svc = getattr(broker, _ATTR, None)
-    if svc is not None:
-        svc.stop()

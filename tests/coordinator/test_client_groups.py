@@ -163,7 +163,7 @@ def test_kcat_balanced_consumer(broker):
                        capture_output=True, text=True, timeout=60)
     rows = sorted(r.stdout.split())
     assert rows == sorted(f"{p}:{o}" for p in range(2) for o in range(10)), r.stderr
-    desc = broker._fastkafka_coordination.groups.describe_group("kcg")
+    desc = broker.coordination.groups.describe_group("kcg")
     assert desc.error == 0 and desc.protocol_type == "consumer"
 
 
@@ -235,7 +235,7 @@ def test_static_member_restart_keeps_its_partitions_without_rebalance(broker):
     b = confluent_consumer(broker, "stg")
     b.subscribe(["st"])
     sets = wait_assignment([a, b], disjoint_cover(4))
-    group = broker._fastkafka_coordination.groups.manager.get("stg")
+    group = broker.coordination.groups.manager.get("stg")
     generation = group.generation_id
     a.close()                                 # a static member does not leave the group on close
     assert len(group.members) == 2

@@ -11,22 +11,14 @@ so ``timeout_ms`` never expires.
 """
 from __future__ import annotations
 
-import logging
 from collections import Counter
 
 from fastkafka import errors
 
+from .failure import failure
+
 __all__ = ["handle_create_topics", "handle_delete_topics", "handle_create_partitions",
            "handle_delete_records"]
-
-log = logging.getLogger("fastkafka.server")
-
-
-def _failure(e: Exception) -> tuple[int, str | None]:
-    if isinstance(e, errors.KafkaError):
-        return e.code, str(e) or None
-    log.exception("topic administration failed")
-    return errors.UnknownServerError.code, "unexpected server error"
 
 
 _CREATE_TWICE = "Create topics request from client contains topic {name} more than once."
@@ -66,7 +58,7 @@ def _each_topic(entries, name_of, act, twice: str = "topic listed more than once
                 raise errors.InvalidRequestError(twice.format(name=name_of(e)))
             act(e)
         except Exception as exc:  # noqa: BLE001 — each topic answers for itself
-            code, msg = _failure(exc)
+            code, msg = failure(exc, "topic administration")
         else:
             code, msg = 0, None
         yield e, code, msg
@@ -124,7 +116,7 @@ def handle_delete_records(ctx, req):
             try:
                 low = topics.log(t.name, p.partition_index).delete_records(p.offset)
             except Exception as e:  # noqa: BLE001
-                code, _ = _failure(e)
+                code, _ = failure(e, "topic administration")
             parts.append(cls.Topics.Partitions(partition_index=p.partition_index, low_watermark=low,
                                                error_code=code))
         out.append(cls.Topics(name=t.name, partitions=parts))

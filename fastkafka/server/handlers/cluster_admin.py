@@ -16,6 +16,7 @@ from fastkafka import errors
 from fastkafka.protocol import ApiKey
 
 from ..authorized_operations import CLUSTER, authorized_operations
+from .failure import failure
 from .metadata import live_brokers
 
 __all__ = ["CLUSTER_ADMIN_RANGES"]
@@ -73,8 +74,9 @@ def handle_describe_log_dirs(ctx, req):
 def _partition_producers(topics, name: str, p: int) -> dict:
     try:
         active = topics.log(name, p).active_producers()
-    except errors.KafkaError as e:
-        return {"partition_index": p, "error_code": e.code, "error_message": str(e) or None,
+    except Exception as e:
+        code, msg = failure(e, "producers of %s-%d", name, p)
+        return {"partition_index": p, "error_code": code, "error_message": msg,
                 "active_producers": []}
     return {"partition_index": p, "error_code": 0, "active_producers": [
         {"producer_id": pid, "producer_epoch": epoch, "last_sequence": seq, "last_timestamp": ts}

@@ -18,6 +18,8 @@ from __future__ import annotations
 from fastkafka import errors
 from fastkafka.config import KEYS, LIST, TOPIC_KEYS
 
+from .failure import failure
+
 __all__ = ["handle_describe_configs", "handle_alter_configs", "handle_incremental_alter_configs"]
 
 TOPIC, BROKER = 2, 4
@@ -100,8 +102,8 @@ def handle_describe_configs(ctx, req):
                 configs = _broker_configs(ctx, cls, r.resource_name, keys, synonyms)
             else:
                 raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")
-        except errors.KafkaError as e:
-            code, msg = e.code, str(e) or None
+        except Exception as e:
+            code, msg = failure(e, "configs of %s", r.resource_name)
         out.append(cls.Results(error_code=code, error_message=msg, resource_type=r.resource_type,
                                resource_name=r.resource_name, configs=configs))
     return cls(throttle_time_ms=0, results=out)
@@ -125,8 +127,8 @@ def _alter(ctx, req, new_configs):
                 raise errors.InvalidRequestError(f"Cannot update these configs dynamically: {names}")
             else:
                 raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")
-        except errors.KafkaError as e:
-            code, msg = e.code, str(e) or None
+        except Exception as e:
+            code, msg = failure(e, "configs of %s", r.resource_name)
         out.append({"error_code": code, "error_message": msg, "resource_type": r.resource_type,
                     "resource_name": r.resource_name})
     return ctx.codec.api.response(throttle_time_ms=0, responses=out)

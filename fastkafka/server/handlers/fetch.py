@@ -20,17 +20,16 @@ carries session id 0, which tells the client to keep sending full requests.
 """
 from __future__ import annotations
 
-import logging
 
 from fastkafka import errors
 
 from ..dispatch import DELAYED
 from ..purgatory import DelayedOperation
 from ..send import FileRegion
+from .failure import failure
 
 __all__ = ["handle_fetch"]
 
-log = logging.getLogger("fastkafka.server")
 
 _NO_SESSION = errors.FetchSessionIdNotFoundError.code
 _BAD_EPOCH = errors.InvalidFetchSessionEpochError.code
@@ -76,12 +75,8 @@ def _read_all(ctx, req) -> _Read:
                             records = FileRegion(region.file.fileno(), region.position, region.length,
                                                  owner=region)
                         out.total += len(records)
-            except errors.KafkaError as e:
-                code = e.code
-                out.errored = True
-            except Exception:
-                log.exception("fetch from %s-%d failed", t.topic, p.partition)
-                code = errors.UnknownServerError.code
+            except Exception as e:
+                code = failure(e, "fetch from %s-%d", t.topic, p.partition)[0]
                 out.errored = True
             parts.append(dict(partition_index=p.partition, error_code=code, high_watermark=hw,
                               last_stable_offset=hw, log_start_offset=lso,

@@ -20,7 +20,6 @@ from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
 from ..authorized_operations import GROUP, authorized_operations
-from ..coordination import coordination
 from ..dispatch import DELAYED
 
 __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", "handle_heartbeat",
@@ -32,7 +31,7 @@ GROUP_KEY_TYPE = 0
 
 
 def _groups(ctx):
-    return coordination(ctx.broker).groups
+    return ctx.broker.group_coordination().groups
 
 
 def _client_host(ctx) -> str:
@@ -46,8 +45,8 @@ def handle_find_coordinator(ctx, req):
         code = errors.TransactionalIdAuthorizationFailedError.code
         return {"error_code": code, "error_message": "transactions are not supported",
                 "node_id": -1, "host": "", "port": -1}
-    svc = coordination(ctx.broker)          # make sure the group coordinator is up (and loading)
-    if getattr(ctx.broker, "cluster", None) is not None:
+    svc = ctx.broker.group_coordination()          # make sure the group coordinator is up (and loading)
+    if ctx.broker.cluster is not None:
         return _cluster_coordinator(ctx, svc, req.key)
     host, port = ctx.broker.endpoint(ctx.listener)
     return {"error_code": 0, "error_message": None, "node_id": ctx.broker.broker_id,
@@ -191,7 +190,7 @@ def handle_init_producer_id(ctx, req):
     if req.transactional_id is not None:
         return {"throttle_time_ms": 0, "producer_id": -1, "producer_epoch": -1,
                 "error_code": errors.TransactionalIdAuthorizationFailedError.code}
-    pid = coordination(ctx.broker).producer_ids.next_id()
+    pid = ctx.broker.group_coordination().producer_ids.next_id()
     return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
 
 

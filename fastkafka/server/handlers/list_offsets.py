@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from fastkafka import errors
 
+from .failure import failure
+
 __all__ = ["handle_list_offsets"]
 
 
@@ -37,8 +39,8 @@ def handle_list_offsets(ctx, req):
                     if found is not None:
                         kw["offset"], kw["timestamp"] = found
                         kw["leader_epoch"] = 0
-            except errors.KafkaError as e:
-                kw["error_code"] = e.code
+            except Exception as e:
+                kw["error_code"] = failure(e, "list offsets of %s-%d", t.name, p.partition_index)[0]
             parts.append(cls.Topics.Partitions(**kw))
         out.append(cls.Topics(name=t.name, partitions=parts))
     return cls(throttle_time_ms=0, topics=out)

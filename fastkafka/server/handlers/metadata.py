@@ -43,7 +43,7 @@ def _cluster_partitions(resp_cls, metadata, info):
 
 def _topic(resp_cls, broker, info, version, ops):
     me = broker.broker_id
-    if getattr(broker, "cluster", None) is not None:
+    if broker.cluster is not None:
         parts = _cluster_partitions(resp_cls, broker.metadata, info)
     else:
         parts = [resp_cls.Topics.Partitions(error_code=_NONE, partition_index=p, leader_id=me, leader_epoch=0,
@@ -57,7 +57,7 @@ def live_brokers(ctx) -> tuple[list[tuple[int, str, int, str | None]], int]:
     """``([(broker id, host, port, rack)], controller id)`` as seen on the client's listener:
     this broker in embedded mode, every live registered broker in cluster mode."""
     broker = ctx.broker
-    if getattr(broker, "cluster", None) is None:
+    if broker.cluster is None:
         host, port = broker.endpoint(ctx.listener)
         return [(broker.broker_id, host, port, None)], broker.broker_id
     nodes = []

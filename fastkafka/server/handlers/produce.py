@@ -11,14 +11,14 @@ INVALID_REQUIRED_ACKS for every partition. Errors are per partition and never st
 """
 from __future__ import annotations
 
-import logging
 
 from fastkafka import errors
 from fastkafka.records import magic_of
 
+from .failure import failure
+
 __all__ = ["handle_produce"]
 
-log = logging.getLogger("fastkafka.server")
 
 _INVALID_ACKS = errors.InvalidRequiredAcksError.code
 _UNSUPPORTED_FORMAT = errors.UnsupportedForMessageFormatError.code
@@ -55,11 +55,8 @@ def handle_produce(ctx, req):
             else:
                 try:
                     code, base, lat, lso = _append(topics, t.name, p.index, p.records, version)
-                except errors.KafkaError as e:
-                    code, base, lat, lso = e.code, -1, -1, -1
-                except Exception:  # a bug must cost this partition, not the request or the loop
-                    log.exception("append to %s-%d failed", t.name, p.index)
-                    code, base, lat, lso = errors.UnknownServerError.code, -1, -1, -1
+                except Exception as e:
+                    code, base, lat, lso = failure(e, "append to %s-%d", t.name, p.index)[0], -1, -1, -1
             parts.append(resp_cls.Responses.PartitionResponses(
                 index=p.index, error_code=code, base_offset=base, log_append_time_ms=lat, log_start_offset=lso))
         out.append(resp_cls.Responses(name=t.name, partition_responses=parts))
