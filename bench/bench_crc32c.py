@@ -6,8 +6,7 @@ Every implementation is timed on the same buffer in the same run, rounds alterna
 implementations so a noisy neighbour hurts them all alike; each figure is the best round.
 A second table times each hardware engine this machine has, forced, in a C loop
 (crc32c_repeat: no Python call in the figure), so old and new engines meet in one process.
---sweep does that for the best two engines at 64 B-4 KiB, where FK_VPCLMUL_MIN in
-crc32c_impl.h hands over between them.
+--sweep does that for the best two engines at 64 B-4 KiB.
 Ratios (ours / theirs) are what to compare across runs, not the GB/s (DESIGN §9).
 """
 import argparse

@@ -30,4 +30,4 @@ def hardware() -> bool:
     """True when :func:`crc32c` uses the CPU's CRC32 instruction."""
 
 def engine() -> str:
-    """``"avx512+vpclmulqdq"``, ``"sse4.2+pclmul"``, ``"sse4.2"`` or ``"software"``."""
+    """``"sse4.2+pclmul"``, ``"sse4.2"`` or ``"software"``."""

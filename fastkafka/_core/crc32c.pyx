@@ -29,7 +29,7 @@ cdef extern from "crc32c_impl.h":
 cdef enum:
     NOGIL_THRESHOLD = 4096
 
-_ENGINES = ("software", "sse4.2", "sse4.2+pclmul", "avx512+vpclmulqdq")
+_ENGINES = ("software", "sse4.2", "sse4.2+pclmul")
 _CAPS = {"sw": 0, "software": 0, "sse4.2": 1, "sse4.2+pclmul": 2, "pclmul": 2}
 cdef int _engine = fk_crc32c_init(
     _CAPS.get(os.environ.get("FASTKAFKA_CRC32C", "").lower(), len(_ENGINES) - 1))
@@ -186,8 +186,7 @@ def hardware():
 
 
 def engine():
-    """Name of the engine in use: ``"avx512+vpclmulqdq"``, ``"sse4.2+pclmul"``, ``"sse4.2"``
-    or ``"software"``.
+    """Name of the engine in use: ``"sse4.2+pclmul"``, ``"sse4.2"`` or ``"software"``.
 
     Example::
 

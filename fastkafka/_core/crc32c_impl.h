@@ -8,22 +8,15 @@
  *     raw(s, M) = raw(s, 0...0) ^ raw(0, M),   raw(s, N zero bytes) = s * x^(8N) mod P.
  * That identity is what lets several independent streams be combined (see fk_crc32c_hw).
  *
- * Four engines, picked once at import by fk_crc32c_init():
+ * Three engines, picked once at import by fk_crc32c_init():
  *   software   slicing-by-8 tables built at import (8 x 256 uint32, 8 KiB); portable C.
  *   sse4.2     the CRC32 instruction, one stream (CPUs with SSE4.2 but no PCLMULQDQ, e.g. Nehalem).
  *   sse4.2+pclmul  FK_STREAMS (6) interleaved CRC32 streams over adjacent stripes, combined with
  *              one carry-less multiply per stream. The instruction has a latency of 3 cycles and
  *              issues once per cycle on most cores, twice on the Zen 5 this was measured on, so a
  *              single stream leaves 2/3 (5/6) of the unit idle; six streams fill either kind.
- *   avx512+vpclmulqdq  carry-less folding on zmm registers (fk_crc32c_vpclmul): the message is
- *              cut into 16-byte lanes, each lane's polynomial is multiplied forward by x^D mod P
- *              (two 64x64 carry-less products against constants built at import) and XORed into
- *              the lane D bits later, 16 lanes (4 zmm, 256 bytes) per step. That never touches the
- *              CRC32 unit; on Zen 5 it is bound by the multiplier's throughput (~65 GB/s from
- *              1 KiB up, vs 54 GB/s for sse4.2+pclmul at 16 KiB; 8 chains are no faster). The last
- *              128 bits are turned into the register with two CRC32 instructions, which is exact:
- *              CRC32 of 16 bytes *is* their polynomial times x^32 mod P. Short buffers, where the
- *              fixed cost of the reduction dominates, go to sse4.2+pclmul.
+ * (An AVX-512 VPCLMULQDQ folding engine, 1.2x faster at 16 KiB in isolation, went: Log.append
+ * measured the same with and without it; bench/RESULTS.md.)
  * The x86 code is compiled with __attribute__((target(...))), not -m flags, so the module builds
  * and runs on any x86-64 (and on other architectures, where only the software engine exists).
  */
@@ -36,8 +29,8 @@
 
 #define FK_CRC32C_POLY 0x82F63B78u
 
-/* 0 = software, 1 = sse4.2 single stream, 2 = sse4.2 + pclmulqdq interleaved,
-   3 = avx512 + vpclmulqdq folding. fk_crc32c_engine is the one in use, fk_crc32c_best the
+/* 0 = software, 1 = sse4.2 single stream, 2 = sse4.2 + pclmulqdq interleaved.
+   fk_crc32c_engine is the one in use, fk_crc32c_best the
    best this CPU and OS can run (all up to it stay callable, for tests and benchmarks). */
 static int fk_crc32c_engine = 0;
 static int fk_crc32c_best = 0;
@@ -250,121 +243,6 @@ static void fk_crc32c_hw_init(void)
             fk_fold_k[s][j] = fk_gf2_pow(FK_GF2_X, 8 * stripe[s] * (uint64_t)(FK_STREAMS - 1 - j) - 33);
 }
 
-/* ---------------------------------------------------------------- x86: VPCLMULQDQ folding */
-
-#include <cpuid.h>
-#include <immintrin.h>
-
-/* Shorter buffers go to sse4.2+pclmul. It must be >= 256 (one full step); on Zen 5 folding
-   is 2x faster from 256 B up, except at 384-416 B, where the six 64-byte CRC32 stripes fit
-   exactly and win by ~15% (bench/bench_crc32c.py --sweep). */
-#ifndef FK_VPCLMUL_MIN
-#define FK_VPCLMUL_MIN 256
-#endif
-
-/* A 16-byte lane loaded little-endian holds, in bit i, the coefficient of x^(127-i) counted from
-   the lane's end: its low qword L is the polynomial L(x) * x^64, its high qword H is H(x).
-   Moving the lane D bits forward is (L x^(64+D) + H x^D) mod P. Multiplying two reflected
-   64-bit values with CLMUL yields their product times x, and a 32-bit reflected constant read
-   as a 64-bit one is its polynomial times x^32, so the qword constants are x^(D+64-33) and
-   x^(D-33) mod P. fk_vfold[i] = {low-qword constant, high-qword constant} for D = 8 *
-   fk_vfold_bytes[i]; fk_vfold_lanes holds the 48/32/16-byte pairs and a zero pair, to bring the
-   four lanes of one zmm onto its last lane with one pair of multiplies. */
-enum { FK_V256, FK_V192, FK_V128, FK_V64, FK_VN };
-static const uint64_t fk_vfold_bytes[FK_VN] = {256, 192, 128, 64};
-static uint64_t fk_vfold[FK_VN][2] __attribute__((aligned(16)));
-static uint64_t fk_vfold_lanes[8] __attribute__((aligned(64)));
-
-static void fk_vfold_pair(uint64_t *pair, uint64_t distance_bytes)
-{
-    pair[0] = fk_gf2_pow(FK_GF2_X, 8 * distance_bytes + 64 - 33);
-    pair[1] = fk_gf2_pow(FK_GF2_X, 8 * distance_bytes - 33);
-}
-
-static void fk_crc32c_vpclmul_init(void)
-{
-    int i;
-    for (i = 0; i < FK_VN; i++)
-        fk_vfold_pair(fk_vfold[i], fk_vfold_bytes[i]);
-    fk_vfold_pair(fk_vfold_lanes + 0, 48);
-    fk_vfold_pair(fk_vfold_lanes + 2, 32);
-    fk_vfold_pair(fk_vfold_lanes + 4, 16);
-    fk_vfold_lanes[6] = fk_vfold_lanes[7] = 0;
-}
-
-/* x moved forward by k's distance, XORed into `next` (three-way XOR in one vpternlogq). */
-#define FK_VK(i) _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)fk_vfold[i]))
-#define FK_VFOLD(x, k, next)                                                            \
-    _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128((x), (k), 0x00),                 \
-                              _mm512_clmulepi64_epi128((x), (k), 0x11), (next), 0x96)
-
-__attribute__((target("avx512f,avx512vl,avx512bw,vpclmulqdq,pclmul,sse4.2")))
-static uint32_t fk_crc32c_vpclmul(uint32_t crc, const unsigned char *p, size_t n)
-{
-    __m512i x0, x1, x2, x3, k;
-    __m256i y;
-    __m128i z, k16;
-    uint64_t c;
-    if (n < FK_VPCLMUL_MIN)
-        return fk_crc32c_hw(crc, p, n);
-    /* The register continues into the message as its first 32 bits: raw(s, M) = raw(0, M ^ s). */
-    x0 = _mm512_xor_si512(_mm512_loadu_si512(p),
-                          _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
-    x1 = _mm512_loadu_si512(p + 64);
-    x2 = _mm512_loadu_si512(p + 128);
-    x3 = _mm512_loadu_si512(p + 192);
-    p += 256;
-    n -= 256;
-    /* Four independent chains hide the multiply latency; each lane jumps 256 bytes per step. */
-    k = FK_VK(FK_V256);
-    while (n >= 256) {
-        x0 = FK_VFOLD(x0, k, _mm512_loadu_si512(p));
-        x1 = FK_VFOLD(x1, k, _mm512_loadu_si512(p + 64));
-        x2 = FK_VFOLD(x2, k, _mm512_loadu_si512(p + 128));
-        x3 = FK_VFOLD(x3, k, _mm512_loadu_si512(p + 192));
-        p += 256;
-        n -= 256;
-    }
-    /* 4 zmm -> 1: the multiplies are independent, only the XORs chain. */
-    k = FK_VK(FK_V64);
-    x3 = FK_VFOLD(x2, k, x3);
-    x3 = FK_VFOLD(x1, FK_VK(FK_V128), x3);
-    x3 = FK_VFOLD(x0, FK_VK(FK_V192), x3);
-    while (n >= 64) {
-        x3 = FK_VFOLD(x3, k, _mm512_loadu_si512(p));
-        p += 64;
-        n -= 64;
-    }
-    /* 4 lanes -> 1: lanes 0-2 move 48/32/16 bytes onto lane 3, which is kept as it is. */
-    x3 = FK_VFOLD(x3, _mm512_load_si512(fk_vfold_lanes), _mm512_maskz_mov_epi64(0xC0, x3));
-    y = _mm256_xor_si256(_mm512_castsi512_si256(x3), _mm512_extracti64x4_epi64(x3, 1));
-    z = _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
-    /* Whole 16-byte lanes left are folded too: one multiply pair beats two dependent CRC32s. */
-    k16 = _mm_load_si128((const __m128i *)(fk_vfold_lanes + 4));
-    while (n >= 16) {
-        z = _mm_ternarylogic_epi64(_mm_clmulepi64_si128(z, k16, 0x00),
-                                   _mm_clmulepi64_si128(z, k16, 0x11),
-                                   _mm_loadu_si128((const __m128i *)p), 0x96);
-        p += 16;
-        n -= 16;
-    }
-    c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(z));
-    c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(z, 1));
-    return fk_crc32c_hw1((uint32_t)c, p, n);
-}
-
-/* The OS must save zmm state on context switches, or AVX-512 code faults (or worse, is silently
-   corrupted): XCR0 bits 1, 2 (xmm, ymm) and 5-7 (opmask, upper zmm0-15, zmm16-31). GCC's
-   __builtin_cpu_supports also looks at XCR0 for AVX-512, but that is a libgcc detail, so ask. */
-static int fk_os_saves_zmm(void)
-{
-    unsigned int eax, ebx, ecx, edx, xcr0_lo, xcr0_hi;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE))
-        return 0;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    (void)xcr0_hi;
-    return (xcr0_lo & 0xE6u) == 0xE6u;
-}
 #endif /* x86-64 */
 
 /* ---------------------------------------------------------------- dispatch */
@@ -373,8 +251,6 @@ static int fk_os_saves_zmm(void)
 static inline uint32_t fk_crc32c_raw(uint32_t crc, const unsigned char *p, size_t n)
 {
 #ifdef FK_CRC32C_X86
-    if (fk_crc32c_engine == 3)
-        return fk_crc32c_vpclmul(crc, p, n);
     if (fk_crc32c_engine == 2)
         return fk_crc32c_hw(crc, p, n);
     if (fk_crc32c_engine == 1)
@@ -388,7 +264,6 @@ static uint32_t fk_crc32c_raw_engine(int engine, uint32_t crc, const unsigned ch
 {
 #ifdef FK_CRC32C_X86
     switch (engine) {
-    case 3: return fk_crc32c_vpclmul(crc, p, n);
     case 2: return fk_crc32c_hw(crc, p, n);
     case 1: return fk_crc32c_hw1(crc, p, n);
     default: break;
@@ -411,15 +286,8 @@ static int fk_crc32c_init(int max_engine)
     if (__builtin_cpu_supports("sse4.2")) {
         fk_crc32c_hw_init();
         fk_crc32c_best = 1;
-        if (__builtin_cpu_supports("pclmul")) {
+        if (__builtin_cpu_supports("pclmul"))
             fk_crc32c_best = 2;
-            if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("vpclmulqdq") &&
-                fk_os_saves_zmm()) {
-                fk_crc32c_vpclmul_init();
-                fk_crc32c_best = 3;
-            }
-        }
     }
 #endif
     if (max_engine < 0)
