@@ -1,16 +1,18 @@
 """Log storage benchmarks, each a ratio against a limit measured in the same run (DESIGN §9).
 
     .venv/bin/python bench/bench_log.py                 # all sections
-    .venv/bin/python bench/bench_log.py append lookup   # some: append|lookup|recovery|flush
+    .venv/bin/python bench/bench_log.py append lookup   # some: append|kinds|lookup|recovery|start|flush
 
 Sections:
   append    Log.append of ~1 MiB and 16 KiB batches (validate + CRC + stamp offsets + write +
             index) vs a plain os.write loop of the same bytes into a file in the same directory,
             and of 1-record batches (the fixed cost per call). Alternating rounds after a
-            pre-warm round, best of N, files removed between rounds. "helper walked" is the share
-            of CRC/record walks the helper thread ran beside the pwrite; the 16 KiB "helper awake"
-            row is the same appends with small sets handed to a spinning helper (set_hot_posting,
-            off by default).
+            pre-warm round, best of N, files removed between rounds.
+  kinds     16 KiB appends of idempotent batches (a producer id, sequences in order), to a
+            compacted topic, and to a LogAppendTime topic, each vs plain 16 KiB appends of the
+            same records (96 MiB of distinct batches for every kind) in the same rounds
+            (alternating): what each kind costs over the plain path. Issue 13's targets:
+            idempotent >= 0.9x, compacted >= 0.7x.
   lookup    random Log.read(offset, 1 MiB) over a 64 MiB log of 1 KiB batches in 8 MiB segments:
             lookups/s (target >= 500k/s); the limit is a loop of 61-byte os.pread calls (one batch header).
   recovery  unclean reopen of a 512 MiB log of 16 KiB batches (revalidate every CRC, rebuild
@@ -41,11 +43,6 @@ from fastkafka.log import Log  # noqa: E402
 from fastkafka.log.manager import LogManager  # noqa: E402
 from fastkafka.log.segment import LogSegment  # noqa: E402
 from fastkafka.records import build_batch  # noqa: E402
-
-try:   # trees from before the append helper's counters (for old/new comparisons)
-    from fastkafka._core.segment import helper_stats, set_hot_posting  # noqa: E402
-except ImportError:
-    helper_stats = set_hot_posting = None
 
 BENCH_DIR = os.environ.get("FASTKAFKA_BENCH_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".tmp"))
 
@@ -99,43 +96,66 @@ def bench_append(rounds: int = 5, total: int = 256 << 20) -> list[str]:
         buf = make_batch(n, size)
         run_log_append(buf, nbytes)          # pre-warm: page cache and allocator
         run_os_write(buf, nbytes)
-        best_log = best_os = best_hot = 0.0
-        # 16 KiB: also with small sets handed to an awake helper (set_hot_posting(True)),
-        # alternated in the same rounds -- what the spinning helper is worth here right now
-        hot = label == "16 KiB" and set_hot_posting is not None
-        ran = 0                              # walks the helper ran in the default-path runs
-
-        def run_hot() -> float:
-            set_hot_posting(True)
-            try:
-                return run_log_append(buf, nbytes)
-            finally:
-                set_hot_posting(False)
-
-        for r in range(rounds):
-            # default and helper-awake runs swap places each round: a run after another's rmtree
-            # writes into just-freed memory, which is not the same as after os.write's
-            if hot and r % 2:
-                best_hot = max(best_hot, run_hot())
-            before = helper_stats()["helper_ran"] if helper_stats else 0
+        best_log = best_os = 0.0
+        for _ in range(rounds):
             best_log = max(best_log, run_log_append(buf, nbytes))
-            ran += (helper_stats()["helper_ran"] - before) if helper_stats else 0
             best_os = max(best_os, run_os_write(buf, nbytes))
-            if hot and not r % 2:
-                best_hot = max(best_hot, run_hot())
         per_call = f"{len(buf) / best_log * 1e6:.2f} vs {len(buf) / best_os * 1e6:.2f} us/call"
-        # the share of CRC/record walks the helper thread ran beside the pwrite (the rest inline:
-        # a busy machine leaves it no core, or the set is below the helper's sizes)
-        if helper_stats is not None:
-            per_call += f"; helper walked {100 * ran / (rounds * (nbytes // len(buf))):.0f}%"
         rows.append(f"| append {label} batches ({len(buf)} B; {per_call}) | {best_log / 1e9:.3f} GB/s | "
                     f"os.write {best_os / 1e9:.3f} GB/s | {best_log / best_os:.2f}x | "
                     f"{'>= 0.8x' if n > 1 else '-'} |")
-        if hot:
-            rows.append(f"| append {label} batches, helper awake ({len(buf) / best_hot * 1e6:.2f} us/call) | "
-                        f"{best_hot / 1e9:.3f} GB/s | os.write {best_os / 1e9:.3f} GB/s | "
-                        f"{best_hot / best_os:.2f}x | - |")
     return rows
+
+
+def keyed_batches(count: int, idempotent: bool, n_records: int = 16, record_size: int = 1000) -> list[bytearray]:
+    """``count`` distinct batches of keyed records (built outside the timing), of one producer
+    with consecutive sequences when ``idempotent``: the same bytes but for the producer fields,
+    so the two differ only in what the append path does with them (not in cache footprint)."""
+    ts = 1_700_000_000_000
+    val = os.urandom(record_size)
+    out = []
+    for k in range(count):
+        records = [(b"key-%06d" % i, val, [], ts + i) for i in range(n_records)]
+        producer = dict(producer_id=1000, producer_epoch=0, base_sequence=k * n_records) if idempotent else {}
+        out.append(bytearray(build_batch(records, **producer)))
+    return out
+
+
+def run_appends(bufs: list[bytearray], **cfg) -> float:
+    d = fresh_dir("kinds-0")
+    log = Log(d, LogConfig().with_overrides(**cfg), clean_shutdown=True)
+    t0 = time.perf_counter()
+    for b in bufs:
+        log.append(b)
+    dt = time.perf_counter() - t0
+    log.close()
+    shutil.rmtree(d)
+    return sum(len(b) for b in bufs) / dt
+
+
+def bench_kinds(rounds: int = 7, total: int = 96 << 20) -> list[str]:
+    plain = make_batch(16, 1000)
+    count = total // len(plain)
+    plain_bufs = keyed_batches(count, idempotent=False)
+    idem = keyed_batches(count, idempotent=True)
+    kinds = {"idempotent (producer id, sequences)": lambda: run_appends(idem),
+             "compacted topic (keys counted in the walk)": lambda: run_appends(plain_bufs, cleanup_policy=("compact",)),
+             "LogAppendTime topic (maxTimestamp + CRC rewritten)":
+                 lambda: run_appends(plain_bufs, message_timestamp_type="LogAppendTime")}
+    run_appends(plain_bufs)                  # pre-warm
+    best = {k: 0.0 for k in kinds}
+    best_plain = 0.0
+    for r in range(rounds):
+        order = list(kinds.items())
+        if r % 2:
+            order.reverse()
+        for name, run in order:
+            best[name] = max(best[name], run())
+            best_plain = max(best_plain, run_appends(plain_bufs))
+    targets = {"idempotent (producer id, sequences)": ">= 0.9x", "compacted topic (keys counted in the walk)": ">= 0.7x"}
+    return [f"| append 16 KiB, {name} ({len(plain) / best[name] * 1e6:.2f} us/call) | {best[name] / 1e9:.3f} GB/s | "
+            f"plain {best_plain / 1e9:.3f} GB/s | {best[name] / best_plain:.2f}x | {targets.get(name, '-')} |"
+            for name in kinds]
 
 
 # --- lookup ---
@@ -288,7 +308,7 @@ def bench_flush(total: int = 256 << 20, rounds: int = 3) -> list[str]:
     return rows
 
 
-SECTIONS = {"append": bench_append, "lookup": bench_lookup, "recovery": bench_recovery, "start": bench_start, "flush": bench_flush}
+SECTIONS = {"append": bench_append, "kinds": bench_kinds, "lookup": bench_lookup, "recovery": bench_recovery, "start": bench_start, "flush": bench_flush}
 
 
 def main(argv: list[str]) -> None:

