@@ -56,6 +56,11 @@ class RequestContext:
     def listener(self) -> str:
         return self.request.listener
 
+    def response(self, **fields):
+        """This API's generated response class filled with ``fields`` (the rest take their
+        defaults): what a handler returns. Nested classes hang off it (``ctx.codec.api.response``)."""
+        return self.codec.api.response(**fields)
+
     def send(self, response) -> None:
         """Encode ``response`` and queue it on the connection (or nothing for ``None``)."""
         if response is None:

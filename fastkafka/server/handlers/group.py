@@ -43,14 +43,13 @@ def handle_find_coordinator(ctx, req):
     if req.key_type != GROUP_KEY_TYPE:
         # no transaction coordinator: a fatal answer beats clients retrying forever
         code = errors.TransactionalIdAuthorizationFailedError.code
-        return {"error_code": code, "error_message": "transactions are not supported",
-                "node_id": -1, "host": "", "port": -1}
+        return ctx.response(error_code=code, error_message="transactions are not supported",
+                            node_id=-1, host="", port=-1)
     svc = ctx.broker.group_coordination()          # make sure the group coordinator is up (and loading)
     if ctx.broker.cluster is not None:
         return _cluster_coordinator(ctx, svc, req.key)
     host, port = ctx.broker.endpoint(ctx.listener)
-    return {"error_code": 0, "error_message": None, "node_id": ctx.broker.broker_id,
-            "host": host, "port": port}
+    return ctx.response(error_code=0, error_message=None, node_id=ctx.broker.broker_id, host=host, port=port)
 
 
 def _cluster_coordinator(ctx, svc, group_id: str):
@@ -60,18 +59,20 @@ def _cluster_coordinator(ctx, svc, group_id: str):
     info = md.brokers().get(leader)
     ep = info.endpoint(ctx.listener) if info is not None else None
     if ep is None:
-        return {"error_code": errors.CoordinatorNotAvailableError.code,
-                "error_message": "the group's offsets partition has no leader", "node_id": -1,
-                "host": "", "port": -1}
-    return {"error_code": 0, "error_message": None, "node_id": leader, "host": ep[0], "port": ep[1]}
+        return ctx.response(error_code=errors.CoordinatorNotAvailableError.code,
+                            error_message="the group's offsets partition has no leader", node_id=-1,
+                            host="", port=-1)
+    return ctx.response(error_code=0, error_message=None, node_id=leader, host=ep[0], port=ep[1])
 
 
 def handle_join_group(ctx, req):
+    cls = ctx.codec.api.response
+
     def done(r):
-        ctx.send({"throttle_time_ms": 0, "error_code": r.error, "generation_id": r.generation_id,
-                  "protocol_name": r.protocol_name, "leader": r.leader_id, "member_id": r.member_id,
-                  "members": [{"member_id": m, "group_instance_id": i, "metadata": meta}
-                              for m, i, meta in r.members]})
+        ctx.send(cls(throttle_time_ms=0, error_code=r.error, generation_id=r.generation_id,
+                     protocol_name=r.protocol_name, leader=r.leader_id, member_id=r.member_id,
+                     members=[cls.Members(member_id=m, group_instance_id=i, metadata=meta)
+                              for m, i, meta in r.members]))
     _groups(ctx).join_group(
         req.group_id, req.member_id, req.group_instance_id, ctx.client_id or "", _client_host(ctx),
         req.session_timeout_ms, req.rebalance_timeout_ms, req.protocol_type,
@@ -82,7 +83,7 @@ def handle_join_group(ctx, req):
 
 def handle_sync_group(ctx, req):
     def done(r):
-        ctx.send({"throttle_time_ms": 0, "error_code": r.error, "assignment": r.assignment})
+        ctx.send(ctx.response(throttle_time_ms=0, error_code=r.error, assignment=r.assignment))
     _groups(ctx).sync_group(req.group_id, req.generation_id, req.member_id, req.group_instance_id,
                             {a.member_id: a.assignment for a in req.assignments}, done)
     return DELAYED
@@ -91,39 +92,42 @@ def handle_sync_group(ctx, req):
 def handle_heartbeat(ctx, req):
     code = _groups(ctx).heartbeat(req.group_id, req.generation_id, req.member_id,
                                   req.group_instance_id)
-    return {"throttle_time_ms": 0, "error_code": code}
+    return ctx.response(throttle_time_ms=0, error_code=code)
 
 
 def handle_leave_group(ctx, req):
-    return {"throttle_time_ms": 0, "error_code": _groups(ctx).leave_group(req.group_id, req.member_id)}
+    return ctx.response(throttle_time_ms=0, error_code=_groups(ctx).leave_group(req.group_id, req.member_id))
 
 
 def handle_list_groups(ctx, req):
     code, groups = _groups(ctx).list_groups()
-    return {"throttle_time_ms": 0, "error_code": code,
-            "groups": [{"group_id": g, "protocol_type": t} for g, t in groups]}
+    cls = ctx.codec.api.response
+    return cls(throttle_time_ms=0, error_code=code,
+               groups=[cls.Groups(group_id=g, protocol_type=t) for g, t in groups])
 
 
 def handle_describe_groups(ctx, req):
     gc = _groups(ctx)
+    cls = ctx.codec.api.response
     out = []
     ops = authorized_operations(GROUP, ctx.version >= 3 and req.include_authorized_operations)
     for gid in req.groups:
         s = gc.describe_group(gid)
-        out.append({"error_code": s.error, "group_id": gid, "group_state": s.state,
-                    "authorized_operations": ops,
-                    "protocol_type": s.protocol_type, "protocol_data": s.protocol,
-                    "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                                 "client_id": m.client_id, "client_host": m.client_host,
-                                 "member_metadata": m.metadata, "member_assignment": m.assignment}
-                                for m in s.members]})
-    return {"throttle_time_ms": 0, "groups": out}
+        out.append(cls.Groups(
+            error_code=s.error, group_id=gid, group_state=s.state, authorized_operations=ops,
+            protocol_type=s.protocol_type, protocol_data=s.protocol,
+            members=[cls.Groups.Members(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                        client_id=m.client_id, client_host=m.client_host,
+                                        member_metadata=m.metadata, member_assignment=m.assignment)
+                     for m in s.members]))
+    return cls(throttle_time_ms=0, groups=out)
 
 
 def handle_delete_groups(ctx, req):
     result = _groups(ctx).delete_groups(list(req.groups_names))
-    return {"throttle_time_ms": 0,
-            "results": [{"group_id": g, "error_code": result[g]} for g in req.groups_names]}
+    cls = ctx.codec.api.response
+    return cls(throttle_time_ms=0,
+               results=[cls.Results(group_id=g, error_code=result[g]) for g in req.groups_names])
 
 
 def _partition_exists(ctx, topic: str, partition: int) -> bool:
@@ -152,10 +156,12 @@ def handle_offset_commit(ctx, req):
         generation = req.generation_id_or_member_epoch if v >= 1 else -1
         codes.update(_groups(ctx).commit_offsets(req.group_id, req.member_id if v >= 1 else "",
                                                  generation, offsets, req.group_instance_id))
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": codes[(t.name, p.partition_index)]}
-            for p in t.partitions]} for t in req.topics]}
+    cls = ctx.codec.api.response
+    return cls(throttle_time_ms=0, topics=[
+        cls.Topics(name=t.name, partitions=[
+            cls.Topics.Partitions(partition_index=p.partition_index,
+                                  error_code=codes[(t.name, p.partition_index)])
+            for p in t.partitions]) for t in req.topics])
 
 
 def handle_offset_fetch(ctx, req):
@@ -163,35 +169,38 @@ def handle_offset_fetch(ctx, req):
     wanted = None if req.topics is None else \
         [(t.name, p) for t in req.topics for p in t.partition_indexes]
     code, got = _groups(ctx).fetch_offsets(req.group_id, wanted)
+    cls = ctx.codec.api.response
     by_topic: dict[str, list] = {}
     for (topic, partition), om in (got.items() if wanted is None else
                                    ((tp, got.get(tp)) for tp in wanted)):
-        by_topic.setdefault(topic, []).append({
-            "partition_index": partition,
-            "committed_offset": -1 if om is None else om.offset,
-            "committed_leader_epoch": -1 if om is None else om.leader_epoch,
-            "metadata": "" if om is None else om.metadata,
+        by_topic.setdefault(topic, []).append(cls.Topics.Partitions(
+            partition_index=partition,
+            committed_offset=-1 if om is None else om.offset,
+            committed_leader_epoch=-1 if om is None else om.leader_epoch,
+            metadata="" if om is None else om.metadata,
             # v0/v1 have no top-level error: each partition carries it
-            "error_code": code if v < 2 else 0})
-    return {"throttle_time_ms": 0, "error_code": code,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+            error_code=code if v < 2 else 0))
+    return cls(throttle_time_ms=0, error_code=code,
+               topics=[cls.Topics(name=t, partitions=ps) for t, ps in by_topic.items()])
 
 
 def handle_offset_delete(ctx, req):
     tps = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     code, result = _groups(ctx).delete_offsets(req.group_id, tps)
-    return {"error_code": code, "throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": result.get((t.name, p.partition_index), 0)}
-            for p in t.partitions]} for t in req.topics] if not code else []}
+    cls = ctx.codec.api.response
+    return cls(error_code=code, throttle_time_ms=0, topics=[
+        cls.Topics(name=t.name, partitions=[
+            cls.Topics.Partitions(partition_index=p.partition_index,
+                                  error_code=result.get((t.name, p.partition_index), 0))
+            for p in t.partitions]) for t in req.topics] if not code else [])
 
 
 def handle_init_producer_id(ctx, req):
     if req.transactional_id is not None:
-        return {"throttle_time_ms": 0, "producer_id": -1, "producer_epoch": -1,
-                "error_code": errors.TransactionalIdAuthorizationFailedError.code}
+        return ctx.response(throttle_time_ms=0, producer_id=-1, producer_epoch=-1,
+                            error_code=errors.TransactionalIdAuthorizationFailedError.code)
     pid = ctx.broker.group_coordination().producer_ids.next_id()
-    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
+    return ctx.response(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
 
 
 def _ranges():
