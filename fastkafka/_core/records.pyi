@@ -12,6 +12,23 @@ _Buffer = Any  # any C-contiguous bytes-like object (bytes, bytearray, memoryvie
 BATCH_OVERHEAD: int  # 61
 LOG_OVERHEAD: int    # 12
 
+class HeaderOffsets:
+    """Byte offsets of the v2 batch header fields (records_layout.pxd)."""
+    BASE_OFFSET: int
+    LENGTH: int
+    PARTITION_LEADER_EPOCH: int
+    MAGIC: int
+    CRC: int
+    ATTRIBUTES: int
+    LAST_OFFSET_DELTA: int
+    BASE_TIMESTAMP: int
+    MAX_TIMESTAMP: int
+    PRODUCER_ID: int
+    PRODUCER_EPOCH: int
+    BASE_SEQUENCE: int
+    RECORD_COUNT: int
+    RECORDS: int
+
 class Validation:
     valid_bytes: int
     batch_count: int

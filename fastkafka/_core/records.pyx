@@ -14,7 +14,8 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, 
 
 from fastkafka._core.crc32c cimport crc32c_update
 from fastkafka._core.records_layout cimport (
-    ATTRIBUTES_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, BATCH_OK, BATCH_SHORT_HEADER,
+    ATTRIBUTES_OFFSET, BASE_OFFSET_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, BATCH_OK,
+    BATCH_SHORT_HEADER,
     BATCH_TRUNCATED, COMPRESSION_MASK, CONTROL_MASK, CRC_OFFSET, LAST_OFFSET_DELTA_OFFSET,
     LENGTH_OFFSET, MAGIC_OFFSET, MAX_TIMESTAMP_OFFSET, NOGIL_THRESHOLD, PARTITION_LEADER_EPOCH_OFFSET,
     PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET, RECORDS_OFFSET, REC_BAD_OFFSET_DELTA,
@@ -30,10 +31,35 @@ __all__ = ["Validation", "BatchHeader", "validate", "validate_records", "batch_i
            "assign_offsets", "read_header", "magic_of", "compressed_batches", "count_null_keys",
            "encode_records", "finish_batch",
            "Record", "decode_records", "decode_columns", "Columns",
-           "BATCH_OVERHEAD", "LOG_OVERHEAD"]
+           "BATCH_OVERHEAD", "LOG_OVERHEAD", "HeaderOffsets"]
 
 BATCH_OVERHEAD = RECORDS_OFFSET       # header bytes before the records
 LOG_OVERHEAD = LENGTH_OFFSET + 4      # baseOffset + batchLength: batch size = batchLength + this
+
+
+class HeaderOffsets:
+    """Where each field of a v2 batch header starts, in bytes from the batch's start: the one
+    layout (records_layout.pxd) for Python code that patches a header (the log cleaner).
+
+    Example::
+
+        >>> HeaderOffsets.CRC, HeaderOffsets.ATTRIBUTES, HeaderOffsets.RECORDS
+        (17, 21, 61)
+    """
+    BASE_OFFSET = BASE_OFFSET_OFFSET
+    LENGTH = LENGTH_OFFSET
+    PARTITION_LEADER_EPOCH = PARTITION_LEADER_EPOCH_OFFSET
+    MAGIC = MAGIC_OFFSET
+    CRC = CRC_OFFSET
+    ATTRIBUTES = ATTRIBUTES_OFFSET          # the CRC-32C covers the batch from here to its end
+    LAST_OFFSET_DELTA = LAST_OFFSET_DELTA_OFFSET
+    BASE_TIMESTAMP = BASE_TIMESTAMP_OFFSET
+    MAX_TIMESTAMP = MAX_TIMESTAMP_OFFSET
+    PRODUCER_ID = PRODUCER_ID_OFFSET
+    PRODUCER_EPOCH = PRODUCER_EPOCH_OFFSET
+    BASE_SEQUENCE = BASE_SEQUENCE_OFFSET
+    RECORD_COUNT = RECORD_COUNT_OFFSET
+    RECORDS = RECORDS_OFFSET
 
 # Record-framing problems are Kafka's INVALID_RECORD; header/CRC problems CORRUPT_MESSAGE.
 cdef int CORRUPT_MESSAGE = 2

@@ -48,6 +48,7 @@ from typing import Callable
 
 from .. import records as _records
 from .._core.crc32c import crc32c
+from .._core.records import HeaderOffsets as H
 from .._core.records import finish_batch
 from ..config import KafkaConfig
 from .checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
@@ -57,9 +58,6 @@ from .segment import LogSegment
 
 BYTES_PER_MAP_ENTRY = 24
 NO_PRODUCER_ID = -1
-_CRC_AT = 17
-_CRC_FROM = 21                 # CRC-32C covers attributes .. end of batch
-_LAST_OFFSET_DELTA_AT = 23
 
 
 def _key_hash(key: bytes) -> bytes:
@@ -220,8 +218,8 @@ def _rebuilt_batch(kept: list, h) -> bytearray:
         kept, compression=h.compression, base_offset=h.base_offset, timestamp_type=h.timestamp_type,
         producer_id=h.producer_id, producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
         is_transactional=h.is_transactional, partition_leader_epoch=h.partition_leader_epoch))
-    buf[_LAST_OFFSET_DELTA_AT:_LAST_OFFSET_DELTA_AT + 4] = h.last_offset_delta.to_bytes(4, "big", signed=True)
-    buf[_CRC_AT:_CRC_AT + 4] = crc32c(memoryview(buf)[_CRC_FROM:]).to_bytes(4, "big")
+    buf[H.LAST_OFFSET_DELTA:H.LAST_OFFSET_DELTA + 4] = h.last_offset_delta.to_bytes(4, "big", signed=True)
+    buf[H.CRC:H.CRC + 4] = crc32c(memoryview(buf)[H.ATTRIBUTES:]).to_bytes(4, "big")
     return buf
 
 
