@@ -14,14 +14,15 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, 
 
 from fastkafka._core.crc32c cimport crc32c_update
 from fastkafka._core.records_layout cimport (
-    ATTRIBUTES_OFFSET, BASE_OFFSET_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, BATCH_OK,
-    BATCH_SHORT_HEADER,
-    BATCH_TRUNCATED, COMPRESSION_MASK, CONTROL_MASK, CRC_OFFSET, LAST_OFFSET_DELTA_OFFSET,
-    LENGTH_OFFSET, MAGIC_OFFSET, MAX_TIMESTAMP_OFFSET, NOGIL_THRESHOLD, PARTITION_LEADER_EPOCH_OFFSET,
-    PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET, RECORDS_OFFSET, REC_BAD_OFFSET_DELTA,
-    REC_COUNT_MISMATCH, RecordSpan, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, batch_error_text,
-    batch_last_offset, batch_size_at, check_batch, load_be16, load_be32, load_be64, record_error_text,
-    scan_record, walk_records, store_be16, store_be32, store_be64)
+    ATTRIBUTES_OFFSET, BASE_OFFSET_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, BATCH_END,
+    BATCH_OK, BATCH_SHORT_HEADER, BATCH_TRUNCATED, BatchCursor, COMPRESSION_MASK, CONTROL_MASK,
+    CRC_OFFSET, LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, MAGIC_OFFSET, MAX_TIMESTAMP_OFFSET,
+    NOGIL_THRESHOLD, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
+    RECORDS_OFFSET, RECORD_COUNT_OFFSET, RecordSpan, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK,
+    batch_attributes, batch_base_offset, batch_error_text, batch_is_compressed, batch_last_offset,
+    batch_last_offset_delta, batch_max_timestamp, batch_record_count, cursor_batch, cursor_init,
+    cursor_next, load_be16, load_be32, load_be64, record_error_text, scan_record, stamp_batch,
+    walk_records)
 
 from fastkafka.errors import CorruptRecordError
 from fastkafka._core.records_build import encode_records, finish_batch
@@ -137,8 +138,7 @@ cdef struct Walk:
 
 cdef void walk(const unsigned char* buf, Py_ssize_t n, bint check_crc, bint check_records,
                Walk* w) noexcept nogil:
-    cdef Py_ssize_t pos = 0
-    cdef int64_t size = 0
+    cdef BatchCursor c
     cdef int status
     cdef Py_ssize_t rec_pos = 0
     cdef const unsigned char* b
@@ -152,31 +152,29 @@ cdef void walk(const unsigned char* buf, Py_ssize_t n, bint check_crc, bint chec
     w.status = BATCH_OK
     w.err_pos = 0
     w.size = 0
-    while pos < n:
-        status = check_batch(buf, pos, n, check_crc, &size)
-        if status != BATCH_OK:
-            w.status = status
-            w.err_pos = pos
-            w.size = size
-            return
-        b = buf + pos
-        if check_records and (b[ATTRIBUTES_OFFSET + 1] & COMPRESSION_MASK) == 0:
-            status = walk_records(b, <Py_ssize_t>size, &rec_pos, NULL)
+    cursor_init(&c, buf, n)
+    while cursor_next(&c, check_crc):
+        b = cursor_batch(&c)
+        if check_records and not batch_is_compressed(b):
+            status = walk_records(b, <Py_ssize_t>c.size, &rec_pos, NULL)
             if status != 0:
                 w.status = status
-                w.err_pos = pos + rec_pos
-                w.size = size
+                w.err_pos = c.pos + rec_pos
+                w.size = c.size
                 return
         if w.batch_count == 0:
-            w.first_offset = <int64_t>load_be64(b)
+            w.first_offset = batch_base_offset(b)
         w.last_offset = batch_last_offset(b)
-        ts = <int64_t>load_be64(b + MAX_TIMESTAMP_OFFSET)
+        ts = batch_max_timestamp(b)
         if ts > w.max_timestamp:
             w.max_timestamp = ts
-        w.record_count += <int32_t>load_be32(b + RECORD_COUNT_OFFSET)
+        w.record_count += batch_record_count(b)
         w.batch_count += 1
-        pos += size
-        w.valid_bytes = pos
+        w.valid_bytes = c.pos + c.size
+    if c.status != BATCH_END:
+        w.status = c.status
+        w.err_pos = c.pos
+        w.size = c.size
 
 
 cdef inline const unsigned char* _ptr(const unsigned char[::1] buf) noexcept:
@@ -251,50 +249,34 @@ def batch_index(const unsigned char[::1] buf, *, bint check_crc=True):
         >>> batch_index(build_batch([(None, b"v", [], 5)], base_offset=7))
         [(0, 7, 7, 5, 69)]
     """
-    cdef const unsigned char* p = _ptr(buf)
-    cdef Py_ssize_t n = buf.shape[0]
-    cdef Py_ssize_t pos = 0
-    cdef int64_t size = 0
+    cdef BatchCursor c
     cdef const unsigned char* b
+    cdef bint found
+    cursor_init(&c, _ptr(buf), buf.shape[0])
     out = []
-    while pos < n:
-        if n - pos >= NOGIL_THRESHOLD and check_crc:
+    while True:
+        if check_crc and c.end - (c.pos + c.size) >= NOGIL_THRESHOLD:
             with nogil:
-                status = check_batch(p, pos, n, check_crc, &size)
+                found = cursor_next(&c, True)
         else:
-            status = check_batch(p, pos, n, check_crc, &size)
-        if status != BATCH_OK:
-            break
-        b = p + pos
-        out.append((pos, <int64_t>load_be64(b), batch_last_offset(b),
-                    <int64_t>load_be64(b + MAX_TIMESTAMP_OFFSET), size))
-        pos += size
-    return out
+            found = cursor_next(&c, check_crc)
+        if not found:
+            return out
+        b = cursor_batch(&c)
+        out.append((c.pos, batch_base_offset(b), batch_last_offset(b), batch_max_timestamp(b), c.size))
 
 
 cdef Py_ssize_t stamp(unsigned char* buf, Py_ssize_t n, int64_t* next_offset, int32_t epoch,
                       int64_t log_append_time) noexcept nogil:
     """Stamp offsets (and LogAppendTime) on every batch; returns bytes stamped."""
-    cdef Py_ssize_t pos = 0
-    cdef int64_t size
+    cdef BatchCursor c
     cdef unsigned char* b
-    cdef uint16_t attrs
-    while n - pos >= RECORDS_OFFSET:
-        size = batch_size_at(buf, pos)
-        if size < RECORDS_OFFSET or size > n - pos:
-            break
-        b = buf + pos
-        store_be64(b, <uint64_t>next_offset[0])
-        store_be32(b + PARTITION_LEADER_EPOCH_OFFSET, <uint32_t>epoch)
-        if log_append_time >= 0:
-            attrs = load_be16(b + ATTRIBUTES_OFFSET) | TIMESTAMP_TYPE_MASK
-            store_be16(b + ATTRIBUTES_OFFSET, attrs)
-            store_be64(b + MAX_TIMESTAMP_OFFSET, <uint64_t>log_append_time)
-            store_be32(b + CRC_OFFSET,
-                       crc32c_update(0, b + ATTRIBUTES_OFFSET, <size_t>(size - ATTRIBUTES_OFFSET)))
-        next_offset[0] += <int64_t><int32_t>load_be32(b + LAST_OFFSET_DELTA_OFFSET) + 1
-        pos += size
-    return pos
+    cursor_init(&c, buf, n)
+    while cursor_next(&c, False):
+        b = <unsigned char*>cursor_batch(&c)
+        stamp_batch(b, c.size, next_offset[0], epoch, log_append_time)
+        next_offset[0] += <int64_t>batch_last_offset_delta(b) + 1
+    return c.pos if c.status != BATCH_END else n
 
 
 def assign_offsets(unsigned char[::1] buf, int64_t base_offset, int32_t partition_leader_epoch=-1,
@@ -374,17 +356,13 @@ def magic_of(const unsigned char[::1] buf, Py_ssize_t pos=0):
 def compressed_batches(const unsigned char[::1] buf):
     """``[(ordinal, position, size, codec), ...]`` for the compressed batches among the whole
     batches of ``buf`` (no CRC check): what decode_columns' caller must decompress."""
-    cdef const unsigned char* p = _ptr(buf)
-    cdef Py_ssize_t n = buf.shape[0]
-    cdef Py_ssize_t pos = 0, ordinal = 0
-    cdef int64_t size = 0
-    cdef int codec
+    cdef BatchCursor c
+    cdef Py_ssize_t ordinal = 0
+    cursor_init(&c, _ptr(buf), buf.shape[0])
     out = []
-    while pos < n and check_batch(p, pos, n, False, &size) == BATCH_OK:
-        codec = p[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_MASK
-        if codec:
-            out.append((ordinal, pos, size, codec))
-        pos += size
+    while cursor_next(&c, False):
+        if batch_is_compressed(cursor_batch(&c)):
+            out.append((ordinal, c.pos, c.size, batch_attributes(cursor_batch(&c)) & COMPRESSION_MASK))
         ordinal += 1
     return out
 
