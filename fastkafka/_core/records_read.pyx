@@ -343,16 +343,14 @@ cdef Py_ssize_t _frame_batches(const unsigned char* p, Py_ssize_t n, bint check_
                                int64_t* size, Py_ssize_t* count) noexcept nogil:
     """Walk the whole batches at the start of ``p[:n]``: returns where the walk stopped, with the
     status there (BATCH_OK at the end), the size last read and the number of whole batches."""
-    cdef Py_ssize_t pos = 0
-    status[0] = BATCH_OK
+    cdef BatchCursor c
+    cursor_init(&c, p, n)
     count[0] = 0
-    while pos < n:
-        status[0] = check_batch(p, pos, n, check_crc, size)
-        if status[0] != BATCH_OK:
-            break
-        pos += size[0]
+    while cursor_next(&c, check_crc):
         count[0] += 1
-    return pos
+    status[0] = BATCH_OK if c.status == BATCH_END else c.status
+    size[0] = c.size
+    return c.pos
 
 
 def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint check_crc=True,
@@ -374,7 +372,8 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
     """
     cdef Py_ssize_t n = buf.shape[0]
     cdef const unsigned char* p = &buf[0] if n else NULL
-    cdef Py_ssize_t pos = 0, nbatches = 0, i, stream_index = 0
+    cdef Py_ssize_t pos = 0, nbatches = 0, i = -1, stream_index = 0
+    cdef BatchCursor c
     cdef int64_t size = 0
     cdef int status = BATCH_OK
     cdef const unsigned char* b
@@ -402,13 +401,13 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
     if plans == NULL:
         raise MemoryError()
     try:
-        pos = 0
-        for i in range(nbatches):
-            b = p + pos
-            size = batch_size_at(p, pos)
-            attrs = load_be16(b + ATTRIBUTES_OFFSET)
+        cursor_init(&c, p, valid)
+        while cursor_next(&c, False):     # framed above: a header hop per batch
+            i += 1
+            b = cursor_batch(&c)
+            pos, size = c.pos, c.size
+            attrs = batch_attributes(b)
             if (attrs & CONTROL_MASK) and not include_control:
-                pos += size
                 continue
             pl = &plans[nplans]
             if attrs & COMPRESSION_MASK:
@@ -430,13 +429,12 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
                 pl.stream = b + RECORDS_OFFSET
                 pl.stream_len = <Py_ssize_t>(size - RECORDS_OFFSET)
             pl.position = pos
-            pl.base_offset = <int64_t>load_be64(b)
-            pl.base_timestamp = <int64_t>load_be64(b + BASE_TIMESTAMP_OFFSET)
-            pl.max_timestamp = <int64_t>load_be64(b + MAX_TIMESTAMP_OFFSET)
+            pl.base_offset = batch_base_offset(b)
+            pl.base_timestamp = batch_base_timestamp(b)
+            pl.max_timestamp = batch_max_timestamp(b)
             pl.timestamp_type = 1 if attrs & TIMESTAMP_TYPE_MASK else 0
-            pl.count = <int32_t>load_be32(b + RECORD_COUNT_OFFSET)
+            pl.count = batch_record_count(b)
             nplans += 1
-            pos += size
 
         if big:
             with nogil:
