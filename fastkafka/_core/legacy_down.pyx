@@ -110,35 +110,34 @@ def down_convert_parts(buf, int magic):
     lengths) raises CorruptRecordError.
     """
     cdef const unsigned char[::1] view = buf
-    cdef Py_ssize_t pos = 0, end = view.shape[0]
-    cdef const unsigned char* b = &view[0] if end else NULL
+    cdef Py_ssize_t end = view.shape[0]
+    cdef BatchCursor c
     cdef const unsigned char* h
-    cdef int64_t size = 0
-    cdef int status, attributes
+    cdef bint found
+    cdef int attributes
+    cursor_init(&c, &view[0] if end else NULL, end)
     mv = memoryview(buf).cast("B")
     parts = []
-    while pos < end:
-        if end - pos > NOGIL_THRESHOLD:
+    while True:
+        if c.end - (c.pos + c.size) > NOGIL_THRESHOLD:
             with nogil:
-                status = check_batch(b, pos, end, True, &size)
+                found = cursor_next(&c, True)
         else:
-            status = check_batch(b, pos, end, True, &size)
-        if status == BATCH_TRUNCATED or status == BATCH_SHORT_HEADER:
+            found = cursor_next(&c, True)
+        if not found:
             break
-        if status != BATCH_OK:
-            raise CorruptRecordError(batch_error_text(status, b, pos, end, size))
-        h = b + pos
-        attributes = load_be16(h + ATTRIBUTES_OFFSET)
+        h = cursor_batch(&c)
+        attributes = batch_attributes(h)
         if not attributes & CONTROL_MASK:
-            header = (<int64_t>load_be64(h), <int64_t>load_be64(h + BASE_TIMESTAMP_OFFSET),
-                      <int64_t>load_be64(h + MAX_TIMESTAMP_OFFSET), attributes,
-                      <int32_t>load_be32(h + RECORD_COUNT_OFFSET))
-            payload = mv[pos + RECORDS_OFFSET:pos + size]
+            header = (batch_base_offset(h), batch_base_timestamp(h), batch_max_timestamp(h), attributes,
+                      batch_record_count(h))
+            payload = mv[c.pos + RECORDS_OFFSET:c.pos + c.size]
             if attributes & COMPRESSION_MASK:
                 parts.append((attributes & COMPRESSION_MASK,) + header + (payload,))
             else:
                 converted = v2_to_legacy(payload, magic, *header, False)[0]
                 if converted:
                     parts.append(converted)
-        pos += size
+    if c.status not in (BATCH_END, BATCH_TRUNCATED, BATCH_SHORT_HEADER):
+        raise CorruptRecordError(batch_error_text(c.status, c.buf, c.pos, end, c.size))
     return parts
