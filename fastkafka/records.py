@@ -28,7 +28,8 @@ from ._core.records import (BatchHeader, Columns, Record, Validation, assign_off
                             batch_index, magic_of, read_header, validate, validate_records)
 
 __all__ = ["Record", "RecordBatch", "BatchHeader", "Columns", "Validation", "build_batch",
-           "build_control_batch", "iter_batches", "control_record", "decode_columns", "keyless_in_compressed",
+           "build_control_batch", "iter_batches", "control_record", "decode_columns",
+           "keyless_in_compressed",
            "columns_to_arrow", "validate", "validate_records", "batch_index", "assign_offsets",
            "read_header", "magic_of", "BATCH_OVERHEAD", "CONTROL_ABORT", "CONTROL_COMMIT"]
 

@@ -83,6 +83,6 @@ cdef class Appender:
     cdef object _acquire, _release, _clock, _flush, _info_type
     cdef bint _c_clock
 
-    cpdef bint appended(self, int64_t next_offset, int64_t records, int64_t now)
+    cdef bint _appended(self, int64_t next_offset, int64_t records, int64_t now)
     cdef int _append(self, unsigned char* p, Py_ssize_t n, int32_t leader_epoch, int flags,
                      AppendSummary* s, bint* flush_due) except -1

@@ -110,13 +110,11 @@ cdef void summarize(const unsigned char* p, Py_ssize_t n, bint check, bint count
                 s.mixed_producers = True
             seq_end = <int32_t>(<int64_t>batch_base_sequence(b) - s.base_sequence) + batch_last_offset_delta(b)
             s.producer_batches += 1
-        elif s.producer_batches:
-            s.mixed_producers = True
     s.last_sequence_delta = seq_end
     if c.status != BATCH_END or s.batch_count == 0:
         s.status = APPEND_INVALID
     elif s.producer_batches and s.producer_batches != s.batch_count:
-        s.mixed_producers = True
+        s.mixed_producers = True       # plain and idempotent batches in one set
 
 
 cdef void stamp_all(unsigned char* p, Py_ssize_t n, int64_t next_offset, int32_t leader_epoch,
@@ -297,7 +295,7 @@ cdef class Appender:
         Any thread (an append in flight keeps its own reference)."""
         self._file = None
 
-    cpdef bint appended(self, int64_t next_offset, int64_t records, int64_t now):
+    cdef bint _appended(self, int64_t next_offset, int64_t records, int64_t now):
         """Count ``records`` appended up to ``next_offset`` (the log end and the high watermark
         move there); True when the flush limits are reached. Under the lock."""
         self.next_offset = self.high_watermark = next_offset
@@ -391,7 +389,7 @@ cdef class Appender:
             f.write_end(p, n)
             self._cursor.index_run(p, n, at, self._oi, self._ti)
             self.size = at + n       # publish last: readers bound themselves by it
-            flush_due[0] = self.appended(s.last_offset + 1, s.record_count, now)
+            flush_due[0] = self._appended(s.last_offset + 1, s.record_count, now)
         finally:
             self._release()
         return 0

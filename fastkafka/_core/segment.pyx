@@ -18,8 +18,8 @@ cdef extern from "<unistd.h>":
     enum: SEEK_END
 
 from fastkafka._core.records_layout cimport (
-    BatchCursor, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, PRODUCER_ID_OFFSET, batch_base_offset, batch_last_offset, batch_max_timestamp,
-    cursor_batch, cursor_init, cursor_next)
+    BatchCursor, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, PRODUCER_ID_OFFSET,
+    batch_base_offset, batch_last_offset, batch_max_timestamp, cursor_batch, cursor_init, cursor_next)
 from fastkafka._core.wall_clock cimport wall_clock_now_ms
 
 import os
