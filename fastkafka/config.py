@@ -256,10 +256,12 @@ define("compression.type", STRING, "producer",
        one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
        NO_EFFECT_YET + "batches are stored as the producer compressed them (producer).",
        topic="compression.type")
-define("min.insync.replicas", INT, 1, at_least(1), NO_EFFECT_YET + "each partition has one replica "
-       "until replication lands.", topic="min.insync.replicas")
-define("unclean.leader.election.enable", BOOLEAN, False, None, NO_EFFECT_YET + "no replicas to elect "
-       "from until replication lands.", topic="unclean.leader.election.enable")
+define("min.insync.replicas", INT, 1, at_least(1), "acks=all produce needs this many in-sync replicas "
+       "(NOT_ENOUGH_REPLICAS before the append, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank "
+       "meanwhile).", topic="min.insync.replicas")
+define("unclean.leader.election.enable", BOOLEAN, False, None, NO_EFFECT_YET + "the controller elects "
+       "only in-sync replicas (true is refused nowhere but changes nothing).",
+       topic="unclean.leader.election.enable")
 define("log.message.downconversion.enable", BOOLEAN, True, None, NO_EFFECT_YET + "old Fetch versions "
        "are always down-converted.", topic="message.downconversion.enable")
 define("log.message.format.version", STRING, "3.0-IV1", kafka_version, "Deprecated and ignored, as in "
@@ -300,6 +302,8 @@ define("listener.security.protocol.map", LIST,
        "mapped to another protocol is a start-up error, never served in plaintext.")
 define("security.inter.broker.protocol", STRING, "PLAINTEXT", one_of("PLAINTEXT"),
        "Security protocol between brokers; only PLAINTEXT is implemented yet.")
+define("inter.broker.listener.name", STRING, None, None, "The listener followers fetch from their "
+       "leaders on (default: the one named like security.inter.broker.protocol).")
 define("advertised.listeners", LIST, None, None, "Addresses given to clients in Metadata; defaults to "
        "listeners (an empty host is replaced by this machine's name).")
 define("num.network.threads", INT, 1, at_least(1), "Network processor threads (each its own selector).")
@@ -323,8 +327,22 @@ define("auto.create.topics.enable", BOOLEAN, True, None, "Create unknown topics 
 define("num.partitions", INT, 1, at_least(1), "Partitions of auto-created topics.")
 define("default.replication.factor", INT, 1, at_least(1), "Replication factor of auto-created topics.")
 define("delete.topic.enable", BOOLEAN, True, None, "Whether DeleteTopics may delete topics.")
-define("replica.fetch.wait.max.ms", INT, 500, at_least(0), "Accepted for compatibility (no replication "
-       "in embedded mode).")
+define("replica.fetch.wait.max.ms", INT, 500, at_least(0), "Longest a follower's fetch waits at the leader "
+       "for new data.")
+define("replica.fetch.min.bytes", INT, 1, at_least(1), "Bytes a follower's fetch waits for.")
+define("replica.fetch.max.bytes", INT, 1048576, at_least(0), "Bytes a follower fetches per partition "
+       "(at least one whole batch, as for consumers).")
+define("replica.fetch.response.max.bytes", INT, 10485760, at_least(0), "Bytes of one follower fetch "
+       "response.")
+define("replica.fetch.backoff.ms", INT, 1000, at_least(0), "A follower's pause after a fetch error.")
+define("replica.socket.timeout.ms", INT, 30000, at_least(1), "A follower's socket timeout towards its "
+       "leader.")
+define("num.replica.fetchers", INT, 1, at_least(1), "Fetcher threads per source broker; partitions are "
+       "spread over them by hash.")
+define("replica.lag.time.max.ms", LONG, 30000, at_least(1), "A follower that has not caught up with the "
+       "leader's log end for this long leaves the ISR.")
+define("replica.high.watermark.checkpoint.interval.ms", LONG, 5000, at_least(1), "How often each log "
+       "dir's replication-offset-checkpoint (high watermarks) is written.")
 define("controlled.shutdown.enable", BOOLEAN, True, None, "Accepted for compatibility.")
 
 

@@ -16,6 +16,8 @@ cdef enum AppendStatus:
     APPEND_NEEDS_KEY_CHECK = 6     # compact, with compressed batches: keys are inside the codec
     APPEND_NULL_KEY = 7            # compact, and an uncompressed record has no key
     APPEND_CLOSED = 8              # no active segment attached (the log is closed or deleted)
+    APPEND_OFFSETS_BEHIND = 9      # FOLLOWER: a batch's offset is below the log end or the batches'
+                                   # offsets do not increase (the follower's log diverged)
 
 # What the caller has already settled for this buffer (flags of Appender.append): the retry after
 # a status passes what that status asked for, so no check and no walk runs twice.
@@ -23,6 +25,8 @@ cdef enum:
     CHECKED_BYTES = 1              # the buffer's batches validated (CRC, records) on a previous call
     CHECKED_PRODUCER = 2           # the producer state accepted its idempotent batch(es)
     CHECKED_KEYS = 4               # every record of the compressed batches has a key
+    FOLLOWER = 8                   # a replica's append: keep the leader's offsets, epochs and
+                                   # timestamps; the leader checked keys and producers already
 
 
 cdef struct AppendLimits:
@@ -59,6 +63,11 @@ cdef struct AppendSummary:
     int64_t producer_first_offset  # after a write: the producer batches' offsets and timestamp
     int64_t producer_last_offset
     int64_t producer_max_timestamp
+    int64_t set_first_offset       # the batches' own offsets (what a FOLLOWER append keeps)
+    int64_t set_last_offset
+    bint offsets_increase          # each batch starts after the previous one ends
+    int32_t first_epoch            # partitionLeaderEpoch of the first and the last batch
+    int32_t last_epoch
     int32_t flags                  # CHECKED_* settled by this call (pass back on the retry)
 
 
@@ -69,6 +78,7 @@ cdef class Appender:
     cdef public int64_t unflushed_messages
     cdef public int64_t first_unflushed_ms
     cdef public bint deleted
+    cdef public bint high_watermark_follows_end   # one in-sync replica: an append commits itself
     cdef AppendLimits limits
     # the active segment, attached by the Log
     cdef SegmentFile _file

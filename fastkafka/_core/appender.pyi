@@ -10,9 +10,11 @@ NEEDS_PRODUCER_CHECK: int
 NEEDS_KEY_CHECK: int
 NULL_KEY: int
 CLOSED: int
+OFFSETS_BEHIND: int
 BYTES_CHECKED: int
 PRODUCER_CHECKED: int
 KEYS_CHECKED: int
+AS_FOLLOWER: int
 
 class AppendResult:
     status: int
@@ -37,6 +39,8 @@ class AppendResult:
     producer_first_offset: int
     producer_last_offset: int
     producer_max_timestamp: int
+    first_epoch: int
+    last_epoch: int
 
 class Appender:
     next_offset: int
@@ -45,6 +49,7 @@ class Appender:
     unflushed_messages: int
     first_unflushed_ms: int
     deleted: bool
+    high_watermark_follows_end: bool
     base_offset: int
     size: int
     created_ms: int

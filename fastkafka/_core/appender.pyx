@@ -20,9 +20,10 @@ from libc.string cimport memset
 
 from fastkafka._core.index cimport OffsetIndex, TimeIndex
 from fastkafka._core.records_layout cimport (
-    BATCH_END, BATCH_OK, BatchCursor, NOGIL_THRESHOLD, TRANSACTIONAL_MASK, batch_attributes,
-    batch_base_offset, batch_base_sequence, batch_is_compressed, batch_last_offset_delta,
-    batch_max_timestamp, batch_producer_epoch, batch_producer_id, batch_record_count,
+    BATCH_END, BATCH_OK, BATCH_SHORT_HEADER, BATCH_TRUNCATED, BatchCursor, NOGIL_THRESHOLD, TRANSACTIONAL_MASK, batch_attributes,
+    batch_base_offset, batch_base_sequence, batch_is_compressed, batch_last_offset, batch_last_offset_delta,
+    batch_max_timestamp, batch_partition_leader_epoch, batch_producer_epoch, batch_producer_id,
+    batch_record_count,
     cursor_batch, cursor_init, cursor_next, stamp_batch, walk_records)
 from fastkafka._core.segment cimport IndexCursor, SegmentFile
 from fastkafka._core.wall_clock cimport wall_clock_now_ms
@@ -62,17 +63,21 @@ NEEDS_PRODUCER_CHECK = APPEND_NEEDS_PRODUCER_CHECK
 NEEDS_KEY_CHECK = APPEND_NEEDS_KEY_CHECK
 NULL_KEY = APPEND_NULL_KEY
 CLOSED = APPEND_CLOSED
+OFFSETS_BEHIND = APPEND_OFFSETS_BEHIND
 BYTES_CHECKED = CHECKED_BYTES
 PRODUCER_CHECKED = CHECKED_PRODUCER
 KEYS_CHECKED = CHECKED_KEYS
+AS_FOLLOWER = FOLLOWER
 
 cdef int64_t NO_PRODUCER_ID = -1
 
 
-cdef void summarize(const unsigned char* p, Py_ssize_t n, bint check, bint count_keys,
+cdef void summarize(const unsigned char* p, Py_ssize_t n, bint check, bint count_keys, bint whole_prefix,
                     AppendSummary* s) noexcept nogil:
     """The one walk over the set: frame every batch (and with ``check`` its CRC and records),
-    and sum up what the policy looks at. Sets ``s.status`` to APPEND_INVALID on bad bytes."""
+    and sum up what the policy looks at. Sets ``s.status`` to APPEND_INVALID on bad bytes. With
+    ``whole_prefix`` (a fetched copy, which may end inside a batch) a cut-off last batch is left
+    out: ``s.bytes`` is then the length of the whole batches before it."""
     cdef BatchCursor c
     cdef const unsigned char* b
     cdef Py_ssize_t err_pos = 0
@@ -81,8 +86,16 @@ cdef void summarize(const unsigned char* p, Py_ssize_t n, bint check, bint count
     cursor_init(&c, p, n)
     s.max_timestamp = -1
     s.producer_id = NO_PRODUCER_ID
+    s.offsets_increase = True
     while cursor_next(&c, check):
         b = cursor_batch(&c)
+        if s.batch_count == 0:
+            s.set_first_offset = batch_base_offset(b)
+            s.first_epoch = batch_partition_leader_epoch(b)
+        elif batch_base_offset(b) <= s.set_last_offset:
+            s.offsets_increase = False
+        s.set_last_offset = batch_last_offset(b)
+        s.last_epoch = batch_partition_leader_epoch(b)
         if check and not batch_is_compressed(b):
             if walk_records(b, <Py_ssize_t>c.size, &err_pos, &s.null_keys if count_keys else NULL) != 0:
                 s.status = APPEND_INVALID
@@ -111,24 +124,30 @@ cdef void summarize(const unsigned char* p, Py_ssize_t n, bint check, bint count
             seq_end = <int32_t>(<int64_t>batch_base_sequence(b) - s.base_sequence) + batch_last_offset_delta(b)
             s.producer_batches += 1
     s.last_sequence_delta = seq_end
-    if c.status != BATCH_END or s.batch_count == 0:
+    if whole_prefix and (c.status == BATCH_TRUNCATED or c.status == BATCH_SHORT_HEADER):
+        s.bytes = c.pos
+    elif c.status != BATCH_END or s.batch_count == 0:
         s.status = APPEND_INVALID
     elif s.producer_batches and s.producer_batches != s.batch_count:
         s.mixed_producers = True       # plain and idempotent batches in one set
 
 
 cdef void stamp_all(unsigned char* p, Py_ssize_t n, int64_t next_offset, int32_t leader_epoch,
-                    int64_t log_append_time, AppendSummary* s) noexcept nogil:
-    """Give the set its offsets (the set framed already) and note where the producer batches
+                    int64_t log_append_time, bint keep, AppendSummary* s) noexcept nogil:
+    """Give the set its offsets (the set framed already) -- or with ``keep`` take the ones it
+    carries (a follower's copy of the leader's batches) -- and note where the producer batches
     landed."""
     cdef BatchCursor c
     cdef unsigned char* b
     cursor_init(&c, p, n)
-    s.first_offset = next_offset
+    s.first_offset = s.set_first_offset if keep else next_offset
     s.producer_first_offset = -1
     while cursor_next(&c, False):
         b = <unsigned char*>cursor_batch(&c)
-        stamp_batch(b, c.size, next_offset, leader_epoch, log_append_time)
+        if keep:
+            next_offset = batch_base_offset(b)
+        else:
+            stamp_batch(b, c.size, next_offset, leader_epoch, log_append_time)
         if batch_producer_id(b) != NO_PRODUCER_ID:
             if s.producer_first_offset < 0:
                 s.producer_first_offset = next_offset
@@ -203,6 +222,10 @@ cdef class AppendResult:
     def producer_last_offset(self): return self.s.producer_last_offset
     @property
     def producer_max_timestamp(self): return self.s.producer_max_timestamp
+    @property
+    def first_epoch(self): return self.s.first_epoch
+    @property
+    def last_epoch(self): return self.s.last_epoch
 
     def __repr__(self):
         return (f"AppendResult(status={self.s.status}, batches={self.s.batch_count}, "
@@ -222,6 +245,13 @@ cdef class Appender:
     records). None for a buffer that is read-only or not a buffer. After the lock is released it
     calls ``flush()`` when flush.messages or flush.ms is reached. Thread-safe; the public fields
     are written under the lock and read lock-free.
+
+    A replica's copy (``AS_FOLLOWER`` in ``flags``) keeps the offsets, epochs and timestamps the
+    leader gave the batches; they must start at or after the log end and increase
+    (OFFSETS_BEHIND otherwise), and the answer is always an AppendResult, whose epochs feed the
+    leader-epoch cache. The high watermark moves with the log end only while
+    ``high_watermark_follows_end`` (the partition has one in-sync replica); otherwise
+    replication moves it.
 
     Example::
 
@@ -252,6 +282,7 @@ cdef class Appender:
         self._clock = clock
         self._c_clock = clock is wall_clock_ms
         self._flush = flush
+        self.high_watermark_follows_end = True
         self.set_limits(1 << 30, (1 << 63) - 1, 1 << 20, (1 << 63) - 1, (1 << 63) - 1, False, False)
 
     def set_limits(self, int64_t segment_bytes, int64_t segment_ms, int64_t max_batch_bytes,
@@ -298,7 +329,9 @@ cdef class Appender:
     cdef bint _appended(self, int64_t next_offset, int64_t records, int64_t now):
         """Count ``records`` appended up to ``next_offset`` (the log end and the high watermark
         move there); True when the flush limits are reached. Under the lock."""
-        self.next_offset = self.high_watermark = next_offset
+        self.next_offset = next_offset
+        if self.high_watermark_follows_end:
+            self.high_watermark = next_offset
         if not self.unflushed_messages:
             self.first_unflushed_ms = now
         self.unflushed_messages += records
@@ -321,7 +354,7 @@ cdef class Appender:
             PyBuffer_Release(&view)
         if flush_due:
             self._flush()
-        if s.status == APPEND_OK and s.producer_batches == 0:
+        if s.status == APPEND_OK and s.producer_batches == 0 and not (flags & FOLLOWER):
             return fk_tuple4(<PyTypeObject*>self._info_type, s.first_offset, s.last_offset,
                              s.log_append_time, self.log_start_offset)
         r = AppendResult.__new__(AppendResult)
@@ -332,7 +365,8 @@ cdef class Appender:
                      AppendSummary* s, bint* flush_due) except -1:
         cdef AppendLimits* lim = &self.limits
         cdef bint check = not (flags & CHECKED_BYTES)
-        cdef int64_t now, at, append_time
+        cdef bint keep = flags & FOLLOWER
+        cdef int64_t now, at, append_time, last
         cdef SegmentFile f
         memset(s, 0, sizeof(AppendSummary))
         s.bytes = n
@@ -342,16 +376,20 @@ cdef class Appender:
             return 0
         if check and n >= NOGIL_THRESHOLD:
             with nogil:
-                summarize(p, n, True, lim.compact, s)
+                summarize(p, n, True, lim.compact, keep, s)
         else:
-            summarize(p, n, check, lim.compact, s)
-        if s.status != APPEND_OK:
+            summarize(p, n, check, lim.compact, keep, s)
+        if s.status != APPEND_OK or s.batch_count == 0:   # (a follower's fetch: nothing whole)
             return 0
+        n = s.bytes
         s.flags = flags | CHECKED_BYTES
         if s.largest_batch > lim.max_batch_bytes:
             s.status = APPEND_BATCH_TOO_LARGE
         elif n > lim.segment_bytes:
             s.status = APPEND_SET_TOO_LARGE
+        elif keep:
+            if not s.offsets_increase:
+                s.status = APPEND_OFFSETS_BEHIND
         elif lim.compact and s.null_keys:
             s.status = APPEND_NULL_KEY
         elif lim.compact and s.compressed_batches and not (flags & CHECKED_KEYS):
@@ -369,9 +407,12 @@ cdef class Appender:
                 self._cursor, self._oi, self._ti = self._open_indexes()
             now = wall_clock_now_ms() if self._c_clock else self._clock()
             at = self.size
+            if keep and s.set_first_offset < self.next_offset:
+                s.status = APPEND_OFFSETS_BEHIND
+                return 0
+            last = s.set_last_offset if keep else self.next_offset + s.offsets - 1
             if at and (now - self.created_ms >= lim.segment_ms or at + n > lim.segment_bytes
-                       or self._cursor.full
-                       or self.next_offset + s.offsets - 1 - self.base_offset > INT32_MAX):
+                       or self._cursor.full or last - self.base_offset > INT32_MAX):
                 s.status = APPEND_ROLL
                 return 0
             f = self._file
@@ -379,12 +420,12 @@ cdef class Appender:
                 f = self._file = self._open_file()
             if f.size != at:        # a handle opened by a reader starts at the file's end then
                 f.set_size(at)
-            append_time = now if lim.log_append_time else -1
+            append_time = now if lim.log_append_time and not keep else -1
             if append_time >= 0 and n >= NOGIL_THRESHOLD:
                 with nogil:
-                    stamp_all(p, n, self.next_offset, leader_epoch, append_time, s)
+                    stamp_all(p, n, self.next_offset, leader_epoch, append_time, False, s)
             else:
-                stamp_all(p, n, self.next_offset, leader_epoch, append_time, s)
+                stamp_all(p, n, self.next_offset, leader_epoch, append_time, keep, s)
             s.log_append_time = append_time
             f.write_end(p, n)
             self._cursor.index_run(p, n, at, self._oi, self._ti)

@@ -20,7 +20,7 @@ from fastkafka._core.records_layout cimport (
     NOGIL_THRESHOLD, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
     RECORDS_OFFSET, RECORD_COUNT_OFFSET, RecordSpan, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK,
     batch_attributes, batch_base_offset, batch_error_text, batch_is_compressed, batch_last_offset,
-    batch_last_offset_delta, batch_max_timestamp, batch_record_count, cursor_batch, cursor_init,
+    batch_last_offset_delta, batch_max_timestamp, batch_partition_leader_epoch, batch_record_count, cursor_batch, cursor_init,
     cursor_next, load_be16, load_be32, load_be64, record_error_text, scan_record, stamp_batch,
     walk_records)
 
@@ -264,6 +264,26 @@ def batch_index(const unsigned char[::1] buf, *, bint check_crc=True):
             return out
         b = cursor_batch(&c)
         out.append((c.pos, batch_base_offset(b), batch_last_offset(b), batch_max_timestamp(b), c.size))
+
+
+def batch_epochs(const unsigned char[::1] buf):
+    """``[(base_offset, last_offset, partition_leader_epoch), ...]`` of the batches of ``buf``
+    (framed, CRC not checked): where each leader epoch's batches begin (a follower's epoch cache).
+
+    Example::
+
+        >>> from fastkafka.records import build_batch
+        >>> batch_epochs(build_batch([(None, b"v", [], 5)], base_offset=7))
+        [(7, 7, -1)]
+    """
+    cdef BatchCursor c
+    cdef const unsigned char* b
+    cursor_init(&c, _ptr(buf), buf.shape[0])
+    out = []
+    while cursor_next(&c, False):
+        b = cursor_batch(&c)
+        out.append((batch_base_offset(b), batch_last_offset(b), batch_partition_leader_epoch(b)))
+    return out
 
 
 cdef Py_ssize_t stamp(unsigned char* buf, Py_ssize_t n, int64_t* next_offset, int32_t epoch,

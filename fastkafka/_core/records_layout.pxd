@@ -190,6 +190,9 @@ cdef inline const unsigned char* cursor_batch(BatchCursor* c) noexcept nogil:
 cdef inline int64_t batch_base_offset(const unsigned char* b) noexcept nogil:
     return <int64_t>load_be64(b + BASE_OFFSET_OFFSET)
 
+cdef inline int32_t batch_partition_leader_epoch(const unsigned char* b) noexcept nogil:
+    return <int32_t>load_be32(b + PARTITION_LEADER_EPOCH_OFFSET)
+
 cdef inline int64_t batch_base_timestamp(const unsigned char* b) noexcept nogil:
     return <int64_t>load_be64(b + BASE_TIMESTAMP_OFFSET)
 

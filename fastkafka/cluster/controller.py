@@ -8,9 +8,12 @@ second as a safety net. Reconciling from scratch, rather than acting on individu
 a new controller's take-over the same code as a steady-state change and makes missed or
 repeated watch events harmless.
 
-The rules, per partition (no replication yet, so the ISR is the leader alone):
+The rules, per partition:
 
-* no state znode → leader = first live replica (the preferred one when it is up), epoch 0;
+* no state znode → leader = first live replica (the preferred one when it is up), epoch 0,
+  ISR = the live replicas;
+* a follower's broker died → it leaves the ISR at once (acks=all then waits for the others
+  only), leader and epoch unchanged; the leader adds it back once it has caught up;
 * leader dead → the first live replica that is in the ISR leads (epoch + 1); if none is, the
   partition goes offline (leader -1, epoch + 1) keeping its ISR, so it comes back with that
   broker: choosing a replica outside the ISR would silently lose data (no unclean election);
@@ -171,12 +174,17 @@ class Controller:
             stat = state = None
         if state is None:
             leader = next((r for r in replicas if r in live), znodes.NO_LEADER)
-            isr = (leader,) if leader != znodes.NO_LEADER else replicas[:1]
+            isr = tuple(r for r in replicas if r in live) or replicas[:1]
             new = znodes.PartitionState(leader, 0, isr, self.epoch)
             c.ensure_path(znodes.partition_path(topic, partition))
             self._commit(lambda t: t.create(path, new.encode()), f"{topic}-{partition}", new)
             return
         if state.leader in live:
+            isr = tuple(r for r in state.isr if r in live)
+            if isr != state.isr and state.leader in isr:
+                new = znodes.PartitionState(state.leader, state.leader_epoch, isr, self.epoch)
+                self._commit(lambda t: t.set_data(path, new.encode(), version=stat.version),
+                             f"{topic}-{partition}", new)
             return
         in_sync = tuple(r for r in replicas if r in state.isr and r in live)
         if in_sync:

@@ -75,6 +75,7 @@ class ZkMetadata:
         self._topics: dict[str, TopicInfo] = {}
         self._assignments: dict[str, Mapping[int, tuple[int, ...]]] = {}
         self._states: dict[tuple[str, int], znodes.PartitionState] = {}
+        self._state_versions: dict[tuple[str, int], int] = {}   # the znode version each state was read at
         self._watched: set[str] = set()
         self.controller_id = znodes.NO_LEADER
         self._stopped = False
@@ -153,6 +154,7 @@ class ZkMetadata:
                 self._topics = {k: v for k, v in self._topics.items() if k != topic}
                 self._assignments = {k: v for k, v in self._assignments.items() if k != topic}
                 self._states = {k: v for k, v in self._states.items() if k[0] != topic}
+                self._state_versions = {k: v for k, v in self._state_versions.items() if k[0] != topic}
             self._changed()
             return True
         try:
@@ -197,18 +199,24 @@ class ZkMetadata:
         self._changed()
         return True
 
-    def _on_state(self, topic: str, partition: int, data, _stat) -> bool:
+    def _on_state(self, topic: str, partition: int, data, stat) -> bool:
         if self._stopped:
             return False
+        tp = (topic, partition)
         with self._cond:
             states = dict(self._states)
-            states.pop((topic, partition), None)
+            versions = dict(self._state_versions)
+            states.pop(tp, None)
+            versions.pop(tp, None)
             if data is not None and topic in self._assignments:
                 try:
-                    states[(topic, partition)] = znodes.PartitionState.decode(
-                        data, znodes.state_path(topic, partition))
+                    states[tp] = znodes.PartitionState.decode(data, znodes.state_path(topic, partition))
+                    versions[tp] = stat.version
                 except (znodes.ZnodeDataError, KeyError, TypeError, ValueError) as e:
                     log.warning("ignoring state of %s-%d: %s", topic, partition, e)
+            # (the two dicts are read without the lock: a reader may pair a state with the
+            # version of its neighbour, which only fails the conditional write it guards)
+            self._state_versions = versions
             self._states = states
         self._changed()
         return True
@@ -242,6 +250,11 @@ class ZkMetadata:
     def state(self, topic: str, partition: int) -> znodes.PartitionState | None:
         return self._states.get((topic, partition))
 
+    def state_version(self, topic: str, partition: int) -> int:
+        """The znode version the cached state was read at (-1 when none): the condition of a
+        leader's ISR write."""
+        return self._state_versions.get((topic, partition), -1)
+
     def partition(self, topic: str, partition: int) -> PartitionView | None:
         """Leader, replicas and ISR of one partition; None if the partition does not exist."""
         replicas = self._assignments.get(topic, {}).get(partition)
@@ -274,6 +287,17 @@ class ZkMetadata:
             return True
 
     # --- writes (ZooKeeper; the cache follows through the watches) ---
+    def update_isr(self, topic: str, partition: int, state: znodes.PartitionState, version: int) -> int | None:
+        """A leader's ISR change: write ``state`` if the znode is still at ``version`` (Kafka's
+        conditional update). The new version, or None when someone (the controller, a newer
+        leader) wrote it meanwhile -- the caller re-reads from the cache. Raises KazooException
+        on connection trouble."""
+        try:
+            stat = self.client.set(znodes.state_path(topic, partition), state.encode(), version=version)
+        except (BadVersionError, NoNodeError):
+            return None
+        return stat.version
+
     @_zk_errors
     def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
                      replication_factor: int = 1,

@@ -56,6 +56,11 @@ class UnsupportedCompressionError(UnsupportedCompressionTypeError):
     """A compression codec id we do not know (code 76)."""
 
 
+class ReplicaDivergedError(UnknownServerError):
+    """A follower was handed batches that do not continue its log: it must truncate (by leader
+    epoch) before it fetches again. Never sent to a client."""
+
+
 __all__ = ["KafkaError", "ERROR_TABLE", "ERROR_NAMES", "for_code", "code_of",
-           "CorruptRecordError", "VarintError", "CompressionError",
+           "CorruptRecordError", "VarintError", "CompressionError", "ReplicaDivergedError",
            "UnsupportedCompressionError", *_CODES]

@@ -1,5 +1,6 @@
 """Kafka's offset checkpoint files: ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
-``cleaner-offset-checkpoint`` (the log cleaner's first dirty offset per compacted partition).
+``cleaner-offset-checkpoint`` (the log cleaner's first dirty offset per compacted partition),
+``replication-offset-checkpoint`` (each partition's high watermark).
 
 Text layout (one file per log dir, replaced atomically)::
 
@@ -25,6 +26,7 @@ from .files import fsync_dir
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"   # high watermarks
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 

@@ -35,6 +35,7 @@ from ..records import keyless_in_compressed
 from .._core.segment import SegmentFile
 from ..config import LogConfig
 from . import retention
+from .leader_epochs import LeaderEpochCache
 from .lookup import first_record_at_or_after
 from .files import FileCache
 from .recovery import load_segments
@@ -107,7 +108,7 @@ class Log:
     def __init__(self, dir: str, config: LogConfig | None = None, *, files: FileCache | None = None,
                  scheduler: Scheduler | None = None, clock: Callable[[], int] | None = None,
                  recovery_point: int = 0, log_start_offset: int = 0, clean_shutdown: bool = False,
-                 append_listeners: list | None = None):
+                 append_listeners: list | None = None, high_watermark: int | None = None):
         self.dir = os.path.abspath(dir)
         self.topic, self.partition = parse_topic_partition(self.dir)
         config = config or LogConfig()
@@ -131,11 +132,15 @@ class Log:
             else st.next_offset
         self.recovered_bytes_dropped = loaded.bytes_dropped
         st.log_start_offset = min(max(log_start_offset, self._segments.first.base_offset), st.next_offset)
-        st.high_watermark = st.next_offset
+        # a replicated partition's committed end comes from the last checkpoint (replication
+        # moves it on); without one, everything this log holds counts as committed
+        st.high_watermark = st.next_offset if high_watermark is None else \
+            min(max(high_watermark, st.log_start_offset), st.next_offset)
         st.unflushed_messages = 0
         st.first_unflushed_ms = self.clock()   # append time of the oldest unflushed message
         self.flush_count = 0
         self.producer_state = ProducerStateManager.recover(self)  # idempotent producer (issue 5)
+        self.leader_epochs = LeaderEpochCache(self.dir, st.next_offset)   # replication (issue 14)
         self._segments.active.attach_appender(st)
 
     @property
@@ -181,6 +186,19 @@ class Log:
         with self._lock:
             self._st.high_watermark = max(self.log_start_offset, min(offset, self._st.next_offset))
             return self._st.high_watermark
+
+    @property
+    def high_watermark_follows_end(self) -> bool:
+        """Whether each append commits itself (the partition's ISR is this replica alone); when
+        off, replication moves the high watermark (``update_high_watermark``)."""
+        return self._st.high_watermark_follows_end
+
+    @high_watermark_follows_end.setter
+    def high_watermark_follows_end(self, on: bool) -> None:
+        with self._lock:
+            self._st.high_watermark_follows_end = on
+            if on:
+                self._st.high_watermark = self._st.next_offset
 
     @property
     def lock(self) -> threading.RLock:
@@ -268,6 +286,55 @@ class Log:
                     raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
                 if r.__class__ is LogAppendInfo:
                     return r
+
+    def append_as_follower(self, buf) -> LogAppendInfo:
+        """A replica's copy of its leader's batches: appended with the offsets, leader epochs and
+        timestamps they carry (nothing re-stamped), the producer state and the leader-epoch
+        cache updated from them. Raises ReplicaDivergedError when they do not continue this log
+        (the follower must truncate first) and the errors of :meth:`append` for bad bytes."""
+        if not isinstance(buf, (bytearray, memoryview)) or getattr(buf, "readonly", False):
+            buf = bytearray(buf)
+        flags = _ap.AS_FOLLOWER
+        with self._lock:
+            while True:
+                try:
+                    r = self._st.append(buf, -1, flags)
+                except OSError as e:
+                    raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
+                status = r.status
+                if status == _ap.OK:
+                    break
+                flags = r.flags
+                if status == _ap.ROLL:
+                    self.roll(self._st.next_offset)
+                elif status == _ap.CLOSED:
+                    if self.deleted:
+                        raise errors.KafkaStorageError(f"log {self.topic}-{self.partition} was deleted")
+                    self._segments.active.attach_appender(self._st)
+                elif status == _ap.OFFSETS_BEHIND:
+                    raise errors.ReplicaDivergedError(
+                        f"{self.topic}-{self.partition}: batches from the leader do not continue this log "
+                        f"(log end {self._st.next_offset})")
+                else:
+                    self._raise_refused(buf, r)
+            if r.producer_batches:
+                self.producer_state.record_append(r, buf)
+            if r.last_epoch > self.leader_epochs.latest_epoch():
+                self._note_epochs(buf, r)
+        if self.append_listeners:
+            for listener in self.append_listeners:
+                listener(self)
+        return LogAppendInfo(r.first_offset, r.last_offset, -1, self.log_start_offset)
+
+    def _note_epochs(self, buf, r) -> None:
+        # A new leader epoch begins in these batches: record where (the common case is one
+        # epoch for the whole set; several take a walk over the batch headers).
+        if r.first_epoch == r.last_epoch:
+            self.leader_epochs.assign(r.last_epoch, r.first_offset)
+            return
+        for base, _last, epoch in _records.batch_epochs(buf):
+            if epoch > self.leader_epochs.latest_epoch():
+                self.leader_epochs.assign(epoch, base)
 
     def _raise_refused(self, buf, r) -> None:
         status = r.status
@@ -457,6 +524,7 @@ class Log:
                 return 0
             self._segments.remove(gone)
             self.log_start_offset = max(self.log_start_offset, self._segments.first.base_offset)
+            self.leader_epochs.truncate_from_start(self.log_start_offset)
             for seg in gone:
                 seg.rename_to_deleted()
         self._schedule_removal(gone)
@@ -505,6 +573,7 @@ class Log:
             self._st.high_watermark = min(self._st.high_watermark, offset)
             self.recovery_point = min(self.recovery_point, offset)
             self.producer_state.truncate_after(offset)  # issue 5
+            self.leader_epochs.truncate_from_end(offset)
             self.producer_state.delete_snapshots(self.dir, after=offset)
         self._schedule_removal(gone)
 
@@ -530,6 +599,7 @@ class Log:
             gone = list(self._segments)
             for seg in gone:
                 seg.rename_to_deleted()
+            self.leader_epochs.clear()
             doomed = f"{self.dir}.{uuid.uuid4().hex}-delete"
             os.rename(self.dir, doomed)
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 
 from ..config import KafkaConfig, LogConfig
 from .checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
-                          OffsetCheckpointFile)
+                          REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile)
 from .cleaner import LogCleaner
 from .dir_lock import LogDirLock
 from .files import FileCache
@@ -79,6 +79,10 @@ class LogManager:
             clean = os.path.exists(marker)
             recovery = OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).read()
             starts = OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).read()
+            # replicated partitions (cluster mode) resume from their checkpointed high watermark;
+            # one broker alone commits everything it holds
+            hws = OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT)).read() \
+                if self.config["zookeeper.connect"] else {}
             todo = []
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
@@ -99,7 +103,7 @@ class LogManager:
                                      scheduler=self.scheduler, clock=self.clock,
                                      recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
                                      clean_shutdown=clean and tp in recovery,
-                                     append_listeners=self.append_listeners)
+                                     append_listeners=self.append_listeners, high_watermark=hws.get(tp))
             threads = self.config["num.recovery.threads.per.data.dir"]
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="log-recovery") as pool:
                 for tp, path, lg in pool.map(load, todo):
@@ -119,6 +123,9 @@ class LogManager:
         self.scheduler.schedule(c["log.flush.start.offset.checkpoint.interval.ms"],
                                 self.checkpoint_log_start_offsets,
                                 period_ms=max(1, c["log.flush.start.offset.checkpoint.interval.ms"]))
+        self.scheduler.schedule(c["replica.high.watermark.checkpoint.interval.ms"],
+                                self.checkpoint_high_watermarks,
+                                period_ms=c["replica.high.watermark.checkpoint.interval.ms"])
         self.scheduler.schedule(c["producer.id.expiration.check.interval.ms"],
                                 self.remove_expired_producers,
                                 period_ms=c["producer.id.expiration.check.interval.ms"])
@@ -214,6 +221,10 @@ class LogManager:
         for d, offsets in self._by_dir(lambda lg: lg.log_start_offset).items():
             OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).write(offsets)
 
+    def checkpoint_high_watermarks(self) -> None:
+        for d, offsets in self._by_dir(lambda lg: lg.high_watermark).items():
+            OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT)).write(offsets)
+
     def shutdown(self) -> None:
         """Stop background work, flush and close every log, checkpoint, write the clean-shutdown
         marker in each log dir."""
@@ -222,6 +233,7 @@ class LogManager:
             lg.close()
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
         for d in self.log_dirs:
             with open(os.path.join(d, CLEAN_SHUTDOWN_FILE), "w"):
                 pass

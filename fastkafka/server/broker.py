@@ -91,6 +91,7 @@ class Broker:
         self.cluster = None  # ClusterNode when zookeeper.connect is set (cluster mode)
         self.topics: TopicManager | None = None
         self.fetch_purgatory: Purgatory | None = None
+        self.replicas = None   # ReplicaManager in cluster mode: roles, ISR, followers' fetchers, acks=all
         self.coordination: CoordinationService | None = None  # see group_coordination()
         self.socket_server: SocketServer | None = None
         self._channel: RequestChannel | None = None
@@ -142,9 +143,14 @@ class Broker:
                 self.topics = ClusterTopicManager(cfg, self.logs, self.metadata, self.fetch_purgatory)
             self.topics.load()
             if self.cluster is not None:
+                from .replica_manager import ReplicaManager  # noqa: PLC0415 (needs kazoo)
+                self.replicas = ReplicaManager(cfg, self.topics, self.metadata, self.fetch_purgatory)
+                self.replicas.start()
                 self._register()
         except BaseException:
             self.socket_server.shutdown(0.1)
+            if self.replicas is not None:
+                self.replicas.stop()
             if self.cluster is not None:
                 self.cluster.stop()
             if self.logs is not None:
@@ -174,6 +180,8 @@ class Broker:
                 self.coordination.stop()  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
         if self.cluster is not None:
             self.cluster.stop()  # step down and deregister first: clients move on at once
+        if self.replicas is not None:
+            self.replicas.stop()  # fetchers stop before the logs close; acks=all waits answer
         self.socket_server.shutdown(timeout)
         self._channel.shutdown(timeout)
         self.logs.shutdown()

@@ -62,6 +62,19 @@ class ClusterTopicManager(TopicManager):
                 raise errors.NotLeaderOrFollowerError(f"{topic}-{partition} is not open here yet")
         return lg
 
+    def local_logs(self) -> Mapping[tuple[str, int], object]:
+        """Every partition log on this broker, leader or follower (a snapshot)."""
+        return self._partitions
+
+    def local_log(self, topic: str, partition: int):
+        """This broker's replica of the partition, whatever its role (the replica fetcher's
+        view), or None."""
+        return self._partitions.get((topic, partition))
+
+    def _open(self, topic: str, partition: int, cfg):
+        # leader epochs are the controller's here (the replica manager records them)
+        return self._logs.get_or_create_log(topic, partition, cfg)
+
     # --- keeping the local logs in step with the assignment ---
     def load(self) -> None:
         self.sync()

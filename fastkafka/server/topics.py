@@ -28,6 +28,9 @@ log = logging.getLogger("fastkafka.server")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
+EMBEDDED_LEADER_EPOCH = 0
+
+
 class TopicManager:
     """Thread-safe: changes are serialised by one lock; reads use snapshots."""
 
@@ -92,7 +95,11 @@ class TopicManager:
             self._partitions = parts
 
     def _open(self, topic: str, partition: int, cfg: LogConfig):
-        return self._logs.get_or_create_log(topic, partition, cfg)
+        lg = self._logs.get_or_create_log(topic, partition, cfg)
+        # one broker leads every partition in epoch 0 for ever: record it, so OffsetForLeaderEpoch
+        # (KIP-320 consumers validating their position) has an answer
+        lg.leader_epochs.assign(EMBEDDED_LEADER_EPOCH, lg.log_start_offset)
+        return lg
 
     # --- changes ---
     def validate_configs(self, configs: Mapping[str, str | None]) -> LogConfig:

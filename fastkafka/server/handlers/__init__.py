@@ -15,6 +15,7 @@ from .fetch import handle_fetch
 from .group import GROUP_RANGES
 from .list_offsets import handle_list_offsets
 from .metadata import handle_metadata
+from .offset_for_leader_epoch import handle_offset_for_leader_epoch
 from .produce import handle_produce
 
 __all__ = ["HANDLERS", "RANGES", "advertised_apis"]
@@ -33,6 +34,7 @@ RANGES = {
     ApiKey.ALTER_CONFIGS: (handle_alter_configs, 0, 1),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (handle_incremental_alter_configs, 0, 1),
     ApiKey.CREATE_PARTITIONS: (handle_create_partitions, 0, 1),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (handle_offset_for_leader_epoch, 0, 3),
 }
 
 RANGES.update(GROUP_RANGES)  # group coordinator, offsets (issue 5: handlers/group.py)

@@ -14,6 +14,11 @@ Long poll: if fewer than ``min_bytes`` are available and ``max_wait_ms`` > 0, th
 the broker's fetch purgatory, watched under each of its partitions; an append to any of them
 re-reads, and the deadline answers with whatever is there.
 
+Followers (``replica_id`` >= 0, cluster mode) read up to the log end instead of the high
+watermark, and each fetch offset tells the replica manager how far the follower got (which moves
+the high watermark and the ISR). ``current_leader_epoch`` (v9+) older than the partition's
+answers FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+
 Transactions do not exist yet, so READ_COMMITTED reads up to the same high watermark and the
 aborted-transaction list is empty. Fetch sessions (v7+, KIP-227) are declined: every answer
 carries session id 0, which tells the client to keep sending full requests.
@@ -27,6 +32,7 @@ from ..dispatch import DELAYED
 from ..purgatory import DelayedOperation
 from ..send import FileRegion
 from .failure import failure
+from .leader import leader_log
 
 __all__ = ["handle_fetch"]
 
@@ -48,7 +54,8 @@ class _Read:
 
 
 def _read_all(ctx, req) -> _Read:
-    topics = ctx.broker.topics
+    replicas = ctx.broker.replicas
+    follower = req.replica_id if replicas is not None and req.replica_id >= 0 else -1
     version = ctx.version
     down_magic = 0 if version <= 1 else (1 if version <= 3 else None)
     kip74 = version >= 3
@@ -61,11 +68,13 @@ def _read_all(ctx, req) -> _Read:
             code = 0
             records = b""
             try:
-                lg = topics.log(t.topic, p.partition)
+                lg = leader_log(ctx, replicas, t.topic, p.partition, p.current_leader_epoch)
+                if follower >= 0:
+                    replicas.follower_fetched(t.topic, p.partition, follower, p.fetch_offset)
                 hw, lso = lg.high_watermark, lg.log_start_offset
                 limit = min(p.partition_max_bytes, budget - out.total)
                 if limit > 0 or (kip74 and out.total == 0):
-                    region = lg.read(p.fetch_offset, max(limit, 0), max_offset=hw,
+                    region = lg.read(p.fetch_offset, max(limit, 0), max_offset=None if follower >= 0 else hw,
                                      min_one_message=kip74 and out.total == 0)
                     hw, lso = region.high_watermark, region.log_start_offset
                     if region.length:

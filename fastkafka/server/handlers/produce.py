@@ -5,9 +5,14 @@ them in Cython and stamps offsets in place, so nothing here touches individual r
 Produce v0–v2 may carry legacy message sets (magic 0/1): they are converted to v2 batches first
 (``fastkafka.legacy.to_v2``); v3+ must be magic 2 (UNSUPPORTED_FOR_MESSAGE_FORMAT otherwise).
 
-acks: 0 → no response at all (the connection is simply unmuted); 1 and -1 → answer after the
-append (on a single broker the leader is every replica, so -1 equals 1). Any other value →
-INVALID_REQUIRED_ACKS for every partition. Errors are per partition and never stop the others.
+acks: 0 → no response at all (the connection is simply unmuted); 1 → answer after the leader's
+append; -1 (all) → refused with NOT_ENOUGH_REPLICAS before the append when the ISR is smaller
+than ``min.insync.replicas``, else the answer waits in the produce purgatory until the high
+watermark passes the batch (every in-sync replica has it) or ``timeout_ms`` passes
+(REQUEST_TIMED_OUT); an ISR that shrank below ``min.insync.replicas`` meanwhile answers
+NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka does (the records are in the log all the same). On a
+single broker the leader is every replica, so -1 equals 1. Any other value → INVALID_REQUIRED_ACKS
+for every partition. Errors are per partition and never stop the others.
 """
 from __future__ import annotations
 
@@ -15,6 +20,10 @@ from __future__ import annotations
 from fastkafka import errors
 from fastkafka.records import magic_of
 
+from ..dispatch import DELAYED
+from ..purgatory import DelayedOperation
+from ..partition import LEADER
+from ..topics import EMBEDDED_LEADER_EPOCH
 from .failure import failure
 
 __all__ = ["handle_produce"]
@@ -22,44 +31,106 @@ __all__ = ["handle_produce"]
 
 _INVALID_ACKS = errors.InvalidRequiredAcksError.code
 _UNSUPPORTED_FORMAT = errors.UnsupportedForMessageFormatError.code
+_TIMED_OUT = errors.RequestTimedOutError.code
+_NOT_LEADER = errors.NotLeaderOrFollowerError.code
+_TOO_FEW_AFTER = errors.NotEnoughReplicasAfterAppendError.code
+ACKS_ALL = -1
 
 
-def _append(topics, topic: str, partition: int, records, version: int):
-    """(error_code, base_offset, log_append_time, log_start_offset) for one partition."""
-    lg = topics.log(topic, partition)
+def _append(ctx, topic: str, partition: int, records, acks: int):
+    """(error_code, base_offset, log_append_time, log_start_offset, waiting) for one partition;
+    ``waiting`` is ``(log, partition state, offset to reach)`` when acks=all must wait."""
+    lg = ctx.broker.topics.log(topic, partition)
+    replicas = ctx.broker.replicas
+    part = replicas.get(topic, partition) if replicas is not None else None
     if records is None:
         raise errors.InvalidRecordError("null records")
     magic = magic_of(records) if len(records) else 2
     if magic != 2:
-        if version >= 3 or magic not in (0, 1):
+        if ctx.version >= 3 or magic not in (0, 1):
             if magic in (0, 1):
-                return _UNSUPPORTED_FORMAT, -1, -1, -1
+                return _UNSUPPORTED_FORMAT, -1, -1, -1, None
             raise errors.CorruptMessageError(f"unknown magic {magic}")
         from fastkafka import legacy  # noqa: PLC0415  (only old clients pay for the import)
         records = legacy.to_v2(records)
-    info = lg.append(records, leader_epoch=0)
-    return 0, info.base_offset, info.log_append_time, info.log_start_offset
+    if part is None:
+        info = lg.append(records, leader_epoch=EMBEDDED_LEADER_EPOCH)
+        return 0, info.base_offset, info.log_append_time, info.log_start_offset, None
+    if part.role != LEADER:
+        raise errors.NotLeaderOrFollowerError(f"{topic}-{partition}: this broker no longer leads it")
+    if acks == ACKS_ALL and len(part.isr) < lg.config.min_insync_replicas:
+        raise errors.NotEnoughReplicasError(
+            f"{topic}-{partition}: {len(part.isr)} in-sync replicas, min.insync.replicas is "
+            f"{lg.config.min_insync_replicas}")
+    info = lg.append(records, leader_epoch=part.leader_epoch)
+    waiting = None
+    if acks == ACKS_ALL and lg.high_watermark <= info.last_offset:
+        waiting = (lg, part, info.last_offset + 1)
+    return 0, info.base_offset, info.log_append_time, info.log_start_offset, waiting
+
+
+def _acks_all_code(lg, part, required: int) -> int | None:
+    """The answer of a partition waiting for acks=all, or None while it must wait."""
+    if part.role != LEADER or lg.deleted:
+        return _NOT_LEADER
+    if lg.high_watermark < required:
+        return None
+    return 0 if len(part.isr) >= lg.config.min_insync_replicas else _TOO_FEW_AFTER
+
+
+class DelayedProduce(DelayedOperation):
+    """An acks=all produce waiting until each partition's high watermark passes its batch."""
+
+    def __init__(self, ctx, timeout_ms: int, results, waiting):
+        super().__init__(timeout_ms)
+        # waiting: [(the partition's response fields, (log, partition state, offset to reach))]
+        self.ctx, self.results, self.waiting = ctx, results, waiting
+
+    def try_complete(self) -> bool:
+        if all(_acks_all_code(*w) is not None for _, w in self.waiting):
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        for kw, w in self.waiting:
+            code = _acks_all_code(*w)
+            kw["error_code"] = _TIMED_OUT if code is None else code
+        self.ctx.send(_response(self.ctx, self.results))
+
+
+def _response(ctx, results):
+    cls = ctx.codec.api.response
+    return cls(throttle_time_ms=0, responses=[
+        cls.Responses(name=t, partition_responses=[cls.Responses.PartitionResponses(**kw) for kw in parts])
+        for t, parts in results])
 
 
 def handle_produce(ctx, req):
-    topics = ctx.broker.topics
-    version = ctx.version
-    resp_cls = ctx.codec.api.response
     acks = req.acks
-    out = []
+    results = []
+    waiting = []
     for t in req.topic_data:
         parts = []
+        results.append((t.name, parts))
         for p in t.partition_data:
-            if acks not in (0, 1, -1):
+            wait = None
+            if acks not in (0, 1, ACKS_ALL):
                 code, base, lat, lso = _INVALID_ACKS, -1, -1, -1
             else:
                 try:
-                    code, base, lat, lso = _append(topics, t.name, p.index, p.records, version)
+                    code, base, lat, lso, wait = _append(ctx, t.name, p.index, p.records, acks)
                 except Exception as e:
                     code, base, lat, lso = failure(e, "append to %s-%d", t.name, p.index)[0], -1, -1, -1
-            parts.append(resp_cls.Responses.PartitionResponses(
-                index=p.index, error_code=code, base_offset=base, log_append_time_ms=lat, log_start_offset=lso))
-        out.append(resp_cls.Responses(name=t.name, partition_responses=parts))
+            kw = dict(index=p.index, error_code=code, base_offset=base, log_append_time_ms=lat,
+                      log_start_offset=lso)
+            parts.append(kw)
+            if wait is not None:
+                waiting.append((kw, wait))
     if acks == 0:
         return None
-    return resp_cls(responses=out, throttle_time_ms=0)
+    if waiting:
+        op = DelayedProduce(ctx, req.timeout_ms, results, waiting)
+        keys = [(w[0].topic, w[0].partition) for _, w in waiting]
+        ctx.broker.replicas.produce_purgatory.try_complete_else_watch(op, keys)
+        return DELAYED
+    return _response(ctx, results)

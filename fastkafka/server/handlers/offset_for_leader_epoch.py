@@ -1,0 +1,34 @@
+"""OffsetForLeaderEpoch (KIP-101/KIP-279/KIP-320): where an epoch of the leader's log ends.
+
+A follower asks with the latest epoch it holds and truncates its log to the answer before it
+fetches; a consumer asks with the epoch of the last record it read to detect a truncated log.
+The answer is ``(epoch, end offset)`` from the leader-epoch cache: the log end for the current
+epoch, the start of the next one for an older epoch, ``(-1, -1)`` when the cache cannot say.
+``current_leader_epoch`` (v2+) fences requests with stale metadata (FENCED_LEADER_EPOCH /
+UNKNOWN_LEADER_EPOCH); only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere).
+"""
+from __future__ import annotations
+
+from .failure import failure
+from .leader import leader_log
+
+__all__ = ["handle_offset_for_leader_epoch"]
+
+
+def handle_offset_for_leader_epoch(ctx, req):
+    cls = ctx.codec.api.response
+    replicas = ctx.broker.replicas
+    out = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            kw = dict(partition=p.partition, error_code=0, leader_epoch=-1, end_offset=-1)
+            try:
+                lg = leader_log(ctx, replicas, t.topic, p.partition, p.current_leader_epoch)
+                kw["leader_epoch"], kw["end_offset"] = lg.leader_epochs.end_offset_for(p.leader_epoch,
+                                                                                       lg.log_end_offset)
+            except Exception as e:
+                kw["error_code"] = failure(e, "offset for leader epoch of %s-%d", t.topic, p.partition)[0]
+            parts.append(cls.Topics.Partitions(**kw))
+        out.append(cls.Topics(topic=t.topic, partitions=parts))
+    return cls(throttle_time_ms=0, topics=out)

@@ -1,0 +1,168 @@
+"""One local replica of a partition: its role, and as leader, what it knows of its followers.
+
+Kafka's replication rules, as a leader applies them (DESIGN §6):
+
+* a follower's fetch at offset ``o`` says it holds everything below ``o`` (its log end offset);
+* the high watermark is the smallest log end offset over the ISR (the leader's own included),
+  and never moves back while this replica leads;
+* a follower is *caught up* when it fetched from the leader's log end, or from where the log
+  ended at its previous fetch (it read all there was then); one that has not been caught up for
+  ``replica.lag.time.max.ms`` leaves the ISR, and one outside it whose log end reached the high
+  watermark (and the start of this leader's epoch) joins again.
+
+The ISR proposed here is written by :class:`~fastkafka.server.replica_manager.ReplicaManager`
+(a conditional ZooKeeper update); this module only decides. Thread-safe.
+
+Example::
+
+    >>> from types import SimpleNamespace
+    >>> log = SimpleNamespace(log_end_offset=10, high_watermark=0, high_watermark_follows_end=False,
+    ...                       leader_epochs=SimpleNamespace(assign=lambda e, o: None))
+    >>> log.update_high_watermark = lambda o: setattr(log, "high_watermark", o) or o
+    >>> p = Partition("orders", 0, 1, log)
+    >>> p.become_leader(epoch=3, replicas=(1, 2, 3), isr=(1, 2, 3), version=0, now=0)
+    >>> p.follower_fetched(2, 10, now=5), p.follower_fetched(3, 7, now=5), log.high_watermark
+    (False, True, 7)
+    >>> p.isr_to_shrink(now=35_003, lag_ms=35_000)
+    (1, 2)
+"""
+from __future__ import annotations
+
+import threading
+
+__all__ = ["Partition", "LEADER", "FOLLOWER", "NONE"]
+
+NONE, LEADER, FOLLOWER = "none", "leader", "follower"
+
+
+class _Follower:
+    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "leader_end_at_last_fetch")
+
+    def __init__(self, now: int):
+        self.log_end_offset = -1
+        self.last_caught_up_ms = now      # a new leader gives every follower a full lag period
+        self.last_fetch_ms = now
+        self.leader_end_at_last_fetch = -1
+
+
+class Partition:
+    """The replication state of one partition on this broker (its Log is ``log``)."""
+
+    def __init__(self, topic: str, partition: int, broker_id: int, log):
+        self.topic, self.partition, self.broker_id, self.log = topic, partition, broker_id, log
+        self.role = NONE
+        self.leader = -1
+        self.leader_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.zk_version = -1                # of the state znode this ISR was read or written at
+        self.epoch_start_offset = 0         # log end when this replica became leader
+        self._followers: dict[int, _Follower] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (f"Partition({self.topic}-{self.partition} {self.role} epoch={self.leader_epoch} "
+                f"isr={list(self.isr)})")
+
+    # --- roles (from the controller's state znode) ---
+    def become_leader(self, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...], version: int,
+                      now: int) -> None:
+        with self._lock:
+            new_term = self.role != LEADER or epoch != self.leader_epoch
+            self.role, self.leader, self.replicas = LEADER, self.broker_id, tuple(replicas)
+            self.leader_epoch, self.zk_version = epoch, version
+            self.isr = tuple(isr)
+            if new_term:
+                self.epoch_start_offset = self.log.log_end_offset
+                self.log.leader_epochs.assign(epoch, self.epoch_start_offset)
+                self._followers = {r: _Follower(now) for r in replicas if r != self.broker_id}
+            else:
+                for r in replicas:
+                    if r != self.broker_id and r not in self._followers:
+                        self._followers[r] = _Follower(now)
+            self._apply_isr()
+
+    def become_follower(self, leader: int, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...],
+                        version: int) -> bool:
+        """True when this is a new leader or epoch (the fetcher must truncate and start over)."""
+        with self._lock:
+            changed = self.role != FOLLOWER or self.leader != leader or self.leader_epoch != epoch
+            self.role, self.leader, self.leader_epoch = FOLLOWER, leader, epoch
+            self.replicas, self.isr, self.zk_version = tuple(replicas), tuple(isr), version
+            self._followers = {}
+            self.log.high_watermark_follows_end = False
+            return changed
+
+    def become_offline(self) -> None:
+        with self._lock:
+            self.role, self.leader = NONE, -1
+            self._followers = {}
+            self.log.high_watermark_follows_end = False
+
+    def isr_written(self, isr: tuple[int, ...], version: int) -> None:
+        """The ISR this leader proposed is in ZooKeeper now (at ``version``)."""
+        with self._lock:
+            self.isr, self.zk_version = tuple(isr), version
+            self._apply_isr()
+
+    def _apply_isr(self) -> None:
+        # one in-sync replica: every append commits itself (no waiting on fetches); else the
+        # followers' fetches move the high watermark
+        alone = self.isr == (self.broker_id,)
+        self.log.high_watermark_follows_end = alone
+        if not alone:
+            self._maybe_increment_hw()
+
+    # --- a leader's bookkeeping ---
+    def follower_fetched(self, replica_id: int, fetch_offset: int, now: int) -> bool:
+        """A follower fetched from ``fetch_offset``; True when the high watermark moved."""
+        with self._lock:
+            f = self._followers.get(replica_id)
+            if self.role != LEADER or f is None:
+                return False
+            end = self.log.log_end_offset
+            if fetch_offset >= end:
+                f.last_caught_up_ms = now
+            elif fetch_offset >= f.leader_end_at_last_fetch >= 0:
+                f.last_caught_up_ms = f.last_fetch_ms
+            f.log_end_offset = fetch_offset
+            f.last_fetch_ms = now
+            f.leader_end_at_last_fetch = end
+            return replica_id in self.isr and self._maybe_increment_hw()
+
+    def _maybe_increment_hw(self) -> bool:
+        ends = [self.log.log_end_offset]
+        for r in self.isr:
+            if r != self.broker_id:
+                f = self._followers.get(r)
+                ends.append(f.log_end_offset if f is not None else -1)
+        hw = min(ends)
+        if hw > self.log.high_watermark:
+            self.log.update_high_watermark(hw)
+            return True
+        return False
+
+    def isr_to_shrink(self, now: int, lag_ms: int) -> tuple[int, ...] | None:
+        """The ISR without the followers that lag more than ``lag_ms`` (None: no change)."""
+        with self._lock:
+            if self.role != LEADER:
+                return None
+            keep = tuple(r for r in self.isr if r == self.broker_id or (
+                r in self._followers and now - self._followers[r].last_caught_up_ms <= lag_ms))
+            return keep if keep != self.isr else None
+
+    def isr_to_expand(self) -> tuple[int, ...] | None:
+        """The ISR plus the followers that caught up to the high watermark (None: no change)."""
+        with self._lock:
+            if self.role != LEADER:
+                return None
+            hw = self.log.high_watermark
+            back = [r for r, f in self._followers.items()
+                    if r not in self.isr and f.log_end_offset >= max(hw, self.epoch_start_offset)]
+            if not back:
+                return None
+            members = set(self.isr) | set(back)
+            return tuple(r for r in self.replicas if r in members)
+
+    def in_sync_count(self) -> int:
+        return len(self.isr)

@@ -1,0 +1,242 @@
+"""Followers copy their leaders: one fetcher thread per (leader broker, fetcher index).
+
+A fetcher owns the partitions this broker follows on one leader (``num.replica.fetchers`` threads
+per leader share them by hash). For each partition it first *truncates*: it asks the leader
+(OffsetForLeaderEpoch, KIP-101/KIP-279) where the latest epoch of its own log ends on the
+leader and cuts its log there, so a tail the old leader never committed is dropped before
+anything new is appended after it. Without an epoch to ask about it truncates to its high
+watermark, as Kafka does. Then it fetches: one Fetch with ``replica_id`` = this broker for all
+its partitions, long-polled (``replica.fetch.wait.max.ms``), appending what comes exactly as
+the leader stored it (``Log.append_as_follower``) and taking the leader's high watermark
+(bounded by its own log end). Its next fetch offset tells the leader how far it got, which is
+how the leader's high watermark and ISR move.
+
+Errors: a connection failure backs off ``replica.fetch.backoff.ms`` and reconnects; a
+partition the leader no longer leads (or does not know, or whose epoch moved) pauses until the
+replica manager hands it over again with the new leader; OFFSET_OUT_OF_RANGE truncates again.
+
+Example (a single broker as the leader, a bare Log as the copy)::
+
+    >>> import tempfile, time
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.log import Log
+    >>> from fastkafka.records import build_batch
+    >>> from fastkafka.server.broker import Broker
+    >>> leader = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp()}))
+    >>> leader.startup(); _ = leader.topics.create("orders", 1)
+    >>> _ = leader.topics.log("orders", 0).append(bytearray(build_batch([(b"k", b"v", [], 1)])))
+    >>> copy = Log(tempfile.mkdtemp() + "/orders-0")
+    >>> f = ReplicaFetcher(2, 1, lambda: ("127.0.0.1", leader.port), lambda t, p: copy, KafkaConfig({}))
+    >>> f.add("orders", 0, epoch=0); f.start()
+    >>> for _ in range(200):
+    ...     if copy.log_end_offset == 1:
+    ...         break
+    ...     time.sleep(0.05)
+    >>> f.stop(); leader.shutdown()
+    >>> copy.log_end_offset, copy.read(0, 1 << 20).read_bytes()[12:] == (
+    ...     leader.topics.log("orders", 0).read(0, 1 << 20).read_bytes()[12:])
+    (1, True)
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+from fastkafka import errors
+from fastkafka.client.connection import BrokerConnection
+from fastkafka.protocol import ApiKey
+
+__all__ = ["ReplicaFetcher"]
+
+log = logging.getLogger("fastkafka.server.replication")
+
+_NONE = 0
+_OUT_OF_RANGE = errors.OffsetOutOfRangeError.code
+UNDEFINED_EPOCH = -1
+
+
+class _FetchState:
+    __slots__ = ("epoch", "truncated", "paused")
+
+    def __init__(self, epoch: int):
+        self.epoch = epoch          # the leader epoch this broker follows the partition in
+        self.truncated = False      # truncation by epoch done for this epoch
+        self.paused = False         # the leader refused it: wait for new instructions
+
+
+class ReplicaFetcher:
+    """One thread fetching a set of partitions from one leader. Thread-safe add/remove."""
+
+    def __init__(self, broker_id: int, leader_id: int, address: Callable[[], tuple[str, int] | None],
+                 logs: Callable[[str, int], object], config, on_appended: Callable[[str, int], None] | None = None,
+                 index: int = 0):
+        self.broker_id, self.leader_id, self.index = broker_id, leader_id, index
+        self._address, self._logs, self._on_appended = address, logs, on_appended
+        self._wait_ms = config["replica.fetch.wait.max.ms"]
+        self._min_bytes = config["replica.fetch.min.bytes"]
+        self._max_bytes = config["replica.fetch.max.bytes"]
+        self._response_max_bytes = config["replica.fetch.response.max.bytes"]
+        self._backoff_s = config["replica.fetch.backoff.ms"] / 1000
+        self._timeout_ms = config["replica.socket.timeout.ms"]
+        self._parts: dict[tuple[str, int], _FetchState] = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._wake = threading.Event()
+        self._conn: BrokerConnection | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"fastkafka-replica-fetcher-{leader_id}-{index}")
+
+    # --- what the replica manager tells it ---
+    def add(self, topic: str, partition: int, epoch: int) -> None:
+        """Follow ``topic``-``partition`` in leader epoch ``epoch`` (truncating first when the
+        epoch is new to this fetcher)."""
+        with self._lock:
+            st = self._parts.get((topic, partition))
+            if st is None or st.epoch != epoch:
+                self._parts[(topic, partition)] = _FetchState(epoch)
+            elif st.paused:
+                st.paused = False
+        self._wake.set()
+
+    def remove(self, topic: str, partition: int) -> None:
+        with self._lock:
+            self._parts.pop((topic, partition), None)
+
+    def partitions(self) -> set[tuple[str, int]]:
+        with self._lock:
+            return set(self._parts)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopped.set()
+        self._wake.set()
+        conn = self._conn
+        if conn is not None:
+            conn.close()     # a long poll in flight ends now
+        self._thread.join(timeout)
+
+    # --- the loop ---
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            with self._lock:
+                active = {tp: st for tp, st in self._parts.items() if not st.paused}
+            if not active:
+                self._wake.wait(0.5)
+                self._wake.clear()
+                continue
+            try:
+                conn = self._connection()
+                todo = [tp for tp, st in active.items() if not st.truncated]
+                if todo:
+                    self._truncate(conn, todo, active)
+                self._fetch(conn, {tp: st for tp, st in active.items() if st.truncated})
+            except (errors.NetworkException, OSError) as e:
+                if not self._stopped.is_set():
+                    log.info("replica fetcher %d->%d: %s; retrying", self.broker_id, self.leader_id, e)
+                self._disconnect()
+                self._stopped.wait(self._backoff_s)
+            except Exception:
+                log.exception("replica fetcher %d->%d failed; retrying", self.broker_id, self.leader_id)
+                self._disconnect()
+                self._stopped.wait(self._backoff_s)
+        self._disconnect()
+
+    def _connection(self) -> BrokerConnection:
+        if self._conn is None:
+            addr = self._address()
+            if addr is None:
+                raise errors.BrokerNotAvailableError(f"leader {self.leader_id} has no address")
+            # the long poll must fit in the socket timeout
+            timeout = max(self._timeout_ms, self._wait_ms + 5000)
+            self._conn = BrokerConnection(addr[0], addr[1], node_id=self.leader_id,
+                                          client_id=f"broker-{self.broker_id}-fetcher-{self.index}",
+                                          request_timeout_ms=timeout).connect()
+        return self._conn
+
+    def _disconnect(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _pause(self, tp, st: _FetchState, why: str) -> None:
+        with self._lock:
+            if self._parts.get(tp) is st:
+                st.paused = True
+        log.info("replica fetcher %d->%d: %s-%d paused (%s)", self.broker_id, self.leader_id, tp[0], tp[1], why)
+
+    # --- truncation by leader epoch ---
+    def _truncate(self, conn: BrokerConnection, todo, active) -> None:
+        asks = {}
+        for tp in todo:
+            lg = self._logs(*tp)
+            if lg is None:
+                continue
+            asks.setdefault(tp[0], []).append(dict(partition=tp[1], current_leader_epoch=active[tp].epoch,
+                                                   leader_epoch=lg.leader_epochs.latest_epoch()))
+        resp = conn.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, dict(replica_id=self.broker_id, topics=[
+            dict(topic=t, partitions=ps) for t, ps in asks.items()]))
+        for t in resp.topics:
+            for p in t.partitions:
+                tp = (t.topic, p.partition)
+                st, lg = active.get(tp), self._logs(*tp)
+                if st is None or lg is None:
+                    continue
+                if p.error_code != _NONE:
+                    self._pause(tp, st, errors.ERROR_NAMES.get(p.error_code, str(p.error_code)))
+                    continue
+                lg.truncate_to(self._truncation_offset(lg, p.leader_epoch, p.end_offset))
+                st.truncated = True
+
+    @staticmethod
+    def _truncation_offset(lg, leader_epoch: int, end_offset: int) -> int:
+        """Where this replica's log stops agreeing with the leader's (KIP-279): the leader's end
+        of the latest epoch both know, but no further than this log's own end of that epoch."""
+        if leader_epoch == UNDEFINED_EPOCH or end_offset < 0:
+            return lg.high_watermark     # nothing to compare by: keep only what was committed
+        _epoch, own_end = lg.leader_epochs.end_offset_for(leader_epoch, lg.log_end_offset)
+        return min(end_offset, own_end if own_end >= 0 else lg.log_end_offset, lg.log_end_offset)
+
+    # --- fetching ---
+    def _fetch(self, conn: BrokerConnection, parts) -> None:
+        if not parts:
+            return
+        by_topic: dict[str, list] = {}
+        for (t, p), st in parts.items():
+            lg = self._logs(t, p)
+            if lg is None:
+                continue
+            by_topic.setdefault(t, []).append(dict(
+                partition=p, current_leader_epoch=st.epoch, fetch_offset=lg.log_end_offset,
+                log_start_offset=lg.log_start_offset, partition_max_bytes=self._max_bytes))
+        resp = conn.request(ApiKey.FETCH, dict(
+            replica_id=self.broker_id, max_wait_ms=self._wait_ms, min_bytes=self._min_bytes,
+            max_bytes=self._response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+            topics=[dict(topic=t, partitions=ps) for t, ps in by_topic.items()], forgotten_topics_data=[],
+            rack_id=""))
+        if resp.error_code:
+            raise errors.for_code(resp.error_code)("fetch from the leader failed")
+        for t in resp.responses:
+            for p in t.partitions:
+                tp = (t.topic, p.partition_index)
+                st, lg = parts.get(tp), self._logs(*tp)
+                if st is None or lg is None:
+                    continue
+                if p.error_code == _OUT_OF_RANGE:
+                    st.truncated = False     # the leader's log moved under us: compare again
+                    continue
+                if p.error_code != _NONE:
+                    self._pause(tp, st, errors.ERROR_NAMES.get(p.error_code, str(p.error_code)))
+                    continue
+                if p.records:
+                    try:
+                        lg.append_as_follower(p.records)
+                    except errors.ReplicaDivergedError as e:
+                        log.warning("replica fetcher %d->%d: %s", self.broker_id, self.leader_id, e)
+                        st.truncated = False
+                        continue
+                lg.update_high_watermark(min(p.high_watermark, lg.log_end_offset))
+                if self._on_appended is not None:
+                    self._on_appended(*tp)

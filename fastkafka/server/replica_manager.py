@@ -1,0 +1,201 @@
+"""Replication on one broker (cluster mode): which local replicas lead and which follow, the
+leaders' ISR upkeep, the followers' fetchers, and produce requests waiting for acks=all.
+
+Roles come from the controller's state znodes (the metadata cache): a replica whose broker is
+the partition's leader *becomes leader* in that epoch (the leader-epoch cache records where the
+epoch starts; followers' positions start unknown); one named in the replica list *becomes
+follower* of the leader, handed to the fetcher of that leader (which truncates by epoch, then
+copies). This is Kafka's LeaderAndIsr handling with the state znode as the message: every
+broker watches the znodes the controller writes, so there is no separate controller-to-broker
+channel to keep consistent with them.
+
+A leader keeps its ISR (``replica.lag.time.max.ms``) with conditional writes of the state znode
+(Kafka's ZooKeeper mode), checked every half lag period and whenever an out-of-sync follower
+fetches. When a high watermark moves, produce requests waiting for acks=all and consumers'
+fetches waiting for data are woken.
+
+Thread-safe. Example (the metadata cache as the controller left it: broker 1 leads in epoch 2)::
+
+    >>> import tempfile
+    >>> from types import SimpleNamespace as NS
+    >>> from fastkafka.cluster.metadata import PartitionView
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.log import Log
+    >>> log = Log(tempfile.mkdtemp() + "/orders-0")
+    >>> md = NS(partition=lambda t, p: PartitionView(1, 2, (1, 2, 3), (1, 2, 3)), state_version=lambda t, p: 0,
+    ...         add_listener=lambda cb: None, remove_listener=lambda cb: None, brokers=lambda: {})
+    >>> topics = NS(local_logs=lambda: {("orders", 0): log}, local_log=lambda t, p: log)
+    >>> rm = ReplicaManager(KafkaConfig({"broker.id": 1}), topics, md, Purgatory("fetch")); rm.start()
+    >>> rm.get("orders", 0), log.leader_epochs.entries(), log.high_watermark_follows_end
+    (Partition(orders-0 leader epoch=2 isr=[1, 2, 3]), [(2, 0)], False)
+    >>> rm.stop()
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import zlib
+
+from kazoo.exceptions import KazooException
+
+from fastkafka.cluster import znodes
+from fastkafka.log.scheduler import wall_clock_ms
+
+from .partition import FOLLOWER, LEADER, Partition
+from .purgatory import Purgatory
+from .replica_fetcher import ReplicaFetcher
+
+__all__ = ["ReplicaManager"]
+
+log = logging.getLogger("fastkafka.server.replication")
+
+
+class ReplicaManager:
+    """Owns a :class:`Partition` per local log and the fetcher threads."""
+
+    def __init__(self, config, topics, metadata, fetch_purgatory: Purgatory):
+        self.config = config
+        self.broker_id = config["broker.id"]
+        self.topics = topics
+        self.metadata = metadata
+        self.fetch_purgatory = fetch_purgatory
+        self.produce_purgatory = Purgatory("produce")
+        self._lag_ms = config["replica.lag.time.max.ms"]
+        self._fetchers_per_leader = config["num.replica.fetchers"]
+        self._listener = config["inter.broker.listener.name"] or config["security.inter.broker.protocol"]
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"fastkafka-replicas-{self.broker_id}", daemon=True)
+
+    # --- lifecycle ---
+    def start(self) -> None:
+        self.metadata.add_listener(self._wake.set)
+        self._reconcile()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._wake.set()
+        self.metadata.remove_listener(self._wake.set)
+        self._thread.join(10)
+        with self._lock:
+            fetchers, self._fetchers = list(self._fetchers.values()), {}
+        for f in fetchers:
+            f.stop()
+        self.produce_purgatory.shutdown()
+
+    # --- what handlers ask ---
+    def get(self, topic: str, partition: int) -> Partition | None:
+        return self._partitions.get((topic, partition))
+
+    def follower_fetched(self, topic: str, partition: int, replica_id: int, fetch_offset: int) -> None:
+        """A follower's fetch (handler thread): its position moves the high watermark."""
+        p = self._partitions.get((topic, partition))
+        if p is None:
+            return
+        if p.follower_fetched(replica_id, fetch_offset, wall_clock_ms()):
+            self.high_watermark_moved(topic, partition)
+        if replica_id not in p.isr and p.role == LEADER:
+            self._wake.set()     # it may be back in sync: the manager's thread writes the ISR
+
+    def high_watermark_moved(self, topic: str, partition: int) -> None:
+        key = (topic, partition)
+        self.produce_purgatory.check(key)
+        self.fetch_purgatory.check(key)
+
+    # --- the manager's thread ---
+    def _run(self) -> None:
+        period = max(0.05, min(self._lag_ms / 2000, 1.0))
+        while not self._stopped.is_set():
+            self._wake.wait(period)
+            self._wake.clear()
+            if self._stopped.is_set():
+                return
+            try:
+                self._reconcile()
+                self._maintain_isr()
+            except KazooException as e:
+                log.warning("replica manager: ZooKeeper error (%s); will retry", e)
+            except Exception:
+                log.exception("replica manager: pass failed")
+
+    def _reconcile(self) -> None:
+        """Bring every local replica's role in line with the state znodes."""
+        md, me, now = self.metadata, self.broker_id, wall_clock_ms()
+        logs = self.topics.local_logs()
+        with self._lock:
+            parts = dict(self._partitions)
+            for tp in [tp for tp in parts if tp not in logs]:
+                del parts[tp]
+                self._unfollow(tp)
+            for tp, lg in logs.items():
+                p = parts.get(tp)
+                if p is None or p.log is not lg:
+                    p = parts[tp] = Partition(tp[0], tp[1], me, lg)
+                view = md.partition(*tp)
+                if view is None:
+                    continue
+                version = md.state_version(*tp)
+                if view.leader == me:
+                    if p.role != LEADER or p.leader_epoch != view.leader_epoch or version > p.zk_version:
+                        was_leader = p.role == LEADER
+                        p.become_leader(view.leader_epoch, view.replicas, view.isr, version, now)
+                        self._unfollow(tp)
+                        if not was_leader:
+                            log.info("%s-%d: leader in epoch %d, isr %s", tp[0], tp[1], view.leader_epoch,
+                                     list(view.isr))
+                elif view.leader >= 0 and me in view.replicas:
+                    if p.become_follower(view.leader, view.leader_epoch, view.replicas, view.isr, version):
+                        self._unfollow(tp)
+                        log.info("%s-%d: following %d in epoch %d", tp[0], tp[1], view.leader, view.leader_epoch)
+                    self._fetcher_for(view.leader, tp).add(tp[0], tp[1], view.leader_epoch)
+                elif p.role in (LEADER, FOLLOWER):
+                    p.become_offline()
+                    self._unfollow(tp)
+            self._partitions = parts
+        for tp, p in parts.items():
+            if p.role != LEADER:   # requests waiting on a leadership this broker lost answer now
+                self.produce_purgatory.check(tp)
+
+    def _fetcher_for(self, leader: int, tp) -> ReplicaFetcher:
+        index = zlib.crc32(f"{tp[0]}-{tp[1]}".encode()) % self._fetchers_per_leader
+        f = self._fetchers.get((leader, index))
+        if f is None:
+            f = self._fetchers[(leader, index)] = ReplicaFetcher(
+                self.broker_id, leader, lambda: self._address(leader), self.topics.local_log, self.config,
+                on_appended=None, index=index)
+            f.start()
+        return f
+
+    def _unfollow(self, tp) -> None:
+        for f in self._fetchers.values():
+            f.remove(*tp)
+
+    def _address(self, broker_id: int) -> tuple[str, int] | None:
+        info = self.metadata.brokers().get(broker_id)
+        return None if info is None else info.endpoint(self._listener)
+
+    def _maintain_isr(self) -> None:
+        now = wall_clock_ms()
+        for tp, p in list(self._partitions.items()):
+            if p.role != LEADER:
+                continue
+            new = p.isr_to_shrink(now, self._lag_ms) or p.isr_to_expand()
+            if new is None:
+                continue
+            st = self.metadata.state(*tp)
+            if st is None or st.leader != self.broker_id or st.leader_epoch != p.leader_epoch:
+                continue     # the controller moved on: the next reconcile follows it
+            version = self.metadata.update_isr(
+                tp[0], tp[1], znodes.PartitionState(self.broker_id, p.leader_epoch, new, st.controller_epoch),
+                p.zk_version)
+            if version is None:
+                log.info("%s-%d: ISR change to %s lost to a concurrent write; re-reading", tp[0], tp[1], list(new))
+                self._wake.set()
+                continue
+            log.info("%s-%d: ISR %s -> %s", tp[0], tp[1], list(p.isr), list(new))
+            p.isr_written(new, version)
+            self.high_watermark_moved(*tp)
