@@ -287,10 +287,11 @@ class Log:
                 if r.__class__ is LogAppendInfo:
                     return r
 
-    def append_as_follower(self, buf) -> LogAppendInfo:
+    def append_as_follower(self, buf) -> LogAppendInfo | None:
         """A replica's copy of its leader's batches: appended with the offsets, leader epochs and
         timestamps they carry (nothing re-stamped), the producer state and the leader-epoch
-        cache updated from them. Raises ReplicaDivergedError when they do not continue this log
+        cache updated from them. A batch cut off at the end (fetches may end inside one) is left
+        for the next fetch; None when no batch was whole. Raises ReplicaDivergedError when they do not continue this log
         (the follower must truncate first) and the errors of :meth:`append` for bad bytes."""
         if not isinstance(buf, (bytearray, memoryview)) or getattr(buf, "readonly", False):
             buf = bytearray(buf)
@@ -317,6 +318,8 @@ class Log:
                         f"(log end {self._st.next_offset})")
                 else:
                     self._raise_refused(buf, r)
+            if r.batch_count == 0:      # the fetch ended inside its first batch
+                return None
             if r.producer_batches:
                 self.producer_state.record_append(r, buf)
             if r.last_epoch > self.leader_epochs.latest_epoch():

@@ -1,0 +1,72 @@
+"""A leader's replication bookkeeping (server/partition.py) over a real Log."""
+from __future__ import annotations
+
+from fastkafka.log import Log
+from fastkafka.records import build_batch
+from fastkafka.server.partition import FOLLOWER, LEADER, Partition
+
+
+def append(lg, n: int) -> None:
+    lg.append(bytearray(build_batch([(b"k", b"v", [], 1000)] * n)))
+
+
+def leader(tmp_path, isr=(1, 2, 3)) -> Partition:
+    lg = Log(str(tmp_path / "t-0"))
+    p = Partition("t", 0, 1, lg)
+    p.become_leader(epoch=5, replicas=(1, 2, 3), isr=isr, version=0, now=0)
+    return p
+
+
+def test_high_watermark_is_the_smallest_end_over_the_isr(tmp_path):
+    p = leader(tmp_path)
+    lg = p.log
+    assert lg.leader_epochs.entries() == [(5, 0)] and not lg.high_watermark_follows_end
+    append(lg, 10)
+    assert lg.high_watermark == 0                        # nobody has it yet
+    assert p.follower_fetched(2, 10, now=1) is False     # one of two followers
+    assert p.follower_fetched(3, 6, now=1) is True and lg.high_watermark == 6
+    assert p.follower_fetched(3, 10, now=2) is True and lg.high_watermark == 10
+    assert p.follower_fetched(3, 4, now=3) is False and lg.high_watermark == 10   # never back
+    assert p.follower_fetched(9, 10, now=3) is False     # not a replica of this partition
+
+
+def test_lagging_follower_leaves_and_a_caught_up_one_rejoins(tmp_path):
+    p = leader(tmp_path)
+    append(p.log, 4)
+    p.follower_fetched(2, 4, now=1_000)                  # caught up
+    p.follower_fetched(3, 1, now=1_000)                  # behind since the start of the term (0)
+    assert p.isr_to_shrink(now=1_500, lag_ms=1_000) == (1, 2)
+    p.isr_written((1, 2), version=1)
+    assert p.isr_to_expand() is None and p.log.high_watermark == 4   # the shrink let it move
+    p.follower_fetched(3, 2, now=1_600)                  # read all there was at its last fetch? no: behind
+    assert p.isr_to_expand() is None
+    p.follower_fetched(3, 4, now=1_700)
+    assert p.isr_to_expand() == (1, 2, 3)
+
+
+def test_follower_fetching_from_where_the_log_ended_at_its_last_fetch_is_caught_up(tmp_path):
+    p = leader(tmp_path)                                 # the term starts at 0: everyone caught up then
+    append(p.log, 2)
+    p.follower_fetched(2, 0, now=100)                    # behind; the log ended at 2 then
+    append(p.log, 3)                                     # the end moves on to 5
+    p.follower_fetched(2, 2, now=900)                    # it read all there was at 100: caught up as of 100
+    assert p.isr_to_shrink(now=1_050, lag_ms=1_000) == (1, 2)   # 3 never fetched since 0; 2 counts from 100
+    assert p.isr_to_shrink(now=1_150, lag_ms=1_000) == (1,)
+
+
+def test_alone_in_the_isr_every_append_commits(tmp_path):
+    p = leader(tmp_path, isr=(1,))
+    append(p.log, 3)
+    assert p.log.high_watermark_follows_end and p.log.high_watermark == 3
+
+
+def test_becoming_follower_hands_the_high_watermark_to_replication(tmp_path):
+    p = leader(tmp_path, isr=(1,))
+    assert p.become_follower(2, 6, (1, 2, 3), (2, 3), version=3) is True
+    assert (p.role, p.leader, p.leader_epoch) == (FOLLOWER, 2, 6)
+    assert p.become_follower(2, 6, (1, 2, 3), (2, 3), version=4) is False   # same leader and epoch
+    append(p.log, 2)
+    assert p.log.high_watermark == 0 and not p.log.high_watermark_follows_end
+    assert p.follower_fetched(3, 2, now=1) is False      # a follower tracks nobody
+    p.become_leader(7, (1, 2, 3), (1,), version=5, now=10)
+    assert p.role == LEADER and p.log.leader_epochs.entries() == [(5, 0), (7, 2)]
