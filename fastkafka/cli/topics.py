@@ -5,6 +5,7 @@ Example::
     $ fastkafka topics create orders --partitions 3 --config retention.ms=60000
     $ fastkafka topics list
     $ fastkafka topics describe orders
+    $ fastkafka topics describe --under-replicated-partitions
     $ fastkafka topics add-partitions orders --partitions 6
     $ fastkafka topics configs orders
     $ fastkafka topics delete orders
@@ -18,6 +19,7 @@ EPILOG = """examples:
   fastkafka topics create orders --partitions 3 --config retention.ms=60000
   fastkafka topics list
   fastkafka topics describe orders
+  fastkafka topics describe --under-replicated-partitions
   fastkafka topics add-partitions orders --partitions 6
   fastkafka topics configs orders
   fastkafka topics delete orders
@@ -40,6 +42,9 @@ def _parser():
         "--internal", action="store_true", help="include internal topics")
     d = sub.add_parser("describe", help="partitions, leaders, replicas and offsets")
     d.add_argument("topics", nargs="*", help="topics (default: all)")
+    d.add_argument("--under-replicated-partitions", action="store_true",
+                   help="only partitions whose ISR is smaller than their replica list")
+    d.add_argument("--unavailable-partitions", action="store_true", help="only partitions without a leader")
     x = sub.add_parser("delete", help="delete topics")
     x.add_argument("topics", nargs="+")
     a = sub.add_parser("add-partitions", help="grow a topic to --partitions partitions")
@@ -54,6 +59,19 @@ def _parser():
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     return run(lambda: _run(args), "fastkafka topics")
+
+
+def _every(_p) -> bool:
+    return True
+
+
+def _partition_filter(args):
+    """kafka-topics' --under-replicated-partitions / --unavailable-partitions."""
+    if args.under_replicated_partitions:
+        return lambda p: len(p.isr) < len(p.replicas)
+    if args.unavailable_partitions:
+        return lambda p: p.leader < 0
+    return _every
 
 
 def _run(args) -> int:
@@ -72,12 +90,16 @@ def _run(args) -> int:
                 print(name)
         elif args.action == "describe":
             infos = admin.describe_topics(args.topics or None)
+            only = _partition_filter(args)
             for name in sorted(infos):
                 t = infos[name]
+                shown = [pid for pid in sorted(t.partitions) if only(t.partitions[pid])]
+                if only is not _every and not shown:
+                    continue
                 latest = admin.list_offsets(name, -1)
                 earliest = admin.list_offsets(name, -2)
                 print(f"Topic: {name}\tPartitionCount: {len(t.partitions)}")
-                for pid in sorted(t.partitions):
+                for pid in shown:
                     p = t.partitions[pid]
                     print(f"\tPartition: {pid}\tLeader: {p.leader}\tReplicas: "
                           f"{','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"

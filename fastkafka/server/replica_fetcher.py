@@ -69,10 +69,9 @@ class ReplicaFetcher:
     """One thread fetching a set of partitions from one leader. Thread-safe add/remove."""
 
     def __init__(self, broker_id: int, leader_id: int, address: Callable[[], tuple[str, int] | None],
-                 logs: Callable[[str, int], object], config, on_appended: Callable[[str, int], None] | None = None,
-                 index: int = 0):
+                 logs: Callable[[str, int], object], config, index: int = 0):
         self.broker_id, self.leader_id, self.index = broker_id, leader_id, index
-        self._address, self._logs, self._on_appended = address, logs, on_appended
+        self._address, self._logs = address, logs
         self._wait_ms = config["replica.fetch.wait.max.ms"]
         self._min_bytes = config["replica.fetch.min.bytes"]
         self._max_bytes = config["replica.fetch.max.bytes"]
@@ -129,9 +128,9 @@ class ReplicaFetcher:
                 continue
             try:
                 conn = self._connection()
-                todo = [tp for tp, st in active.items() if not st.truncated]
+                todo = {tp: st for tp, st in active.items() if not st.truncated}
                 if todo:
-                    self._truncate(conn, todo, active)
+                    self._truncate(conn, todo)
                 self._fetch(conn, {tp: st for tp, st in active.items() if st.truncated})
             except (errors.NetworkException, OSError) as e:
                 if not self._stopped.is_set():
@@ -167,26 +166,38 @@ class ReplicaFetcher:
                 st.paused = True
         log.info("replica fetcher %d->%d: %s-%d paused (%s)", self.broker_id, self.leader_id, tp[0], tp[1], why)
 
-    # --- truncation by leader epoch ---
-    def _truncate(self, conn: BrokerConnection, todo, active) -> None:
-        asks = {}
-        for tp in todo:
-            lg = self._logs(*tp)
-            if lg is None:
-                continue
-            asks.setdefault(tp[0], []).append(dict(partition=tp[1], current_leader_epoch=active[tp].epoch,
-                                                   leader_epoch=lg.leader_epochs.latest_epoch()))
-        resp = conn.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, dict(replica_id=self.broker_id, topics=[
-            dict(topic=t, partitions=ps) for t, ps in asks.items()]))
-        for t in resp.topics:
+    # --- one request for many partitions, and its answers ---
+    def _request(self, conn: BrokerConnection, api_key: int, parts, entry, **fields):
+        """``api_key`` for ``parts`` grouped by topic (``entry(partition, state, log)`` each)."""
+        by_topic: dict[str, list] = {}
+        for (t, p), st in parts.items():
+            lg = self._logs(t, p)
+            if lg is not None:
+                by_topic.setdefault(t, []).append(entry(p, st, lg))
+        return conn.request(api_key, dict(fields, topics=[dict(topic=t, partitions=ps)
+                                                          for t, ps in by_topic.items()]))
+
+    def _answers(self, topics, parts, partition_field: str):
+        """``(tp, state, log, error_code)`` per answered partition still followed here; a
+        partition the leader refuses (other than OFFSET_OUT_OF_RANGE) is paused instead."""
+        for t in topics:
             for p in t.partitions:
-                tp = (t.topic, p.partition)
-                st, lg = active.get(tp), self._logs(*tp)
+                tp = (t.topic, getattr(p, partition_field))
+                st, lg = parts.get(tp), self._logs(*tp)
                 if st is None or lg is None:
                     continue
-                if p.error_code != _NONE:
+                if p.error_code not in (_NONE, _OUT_OF_RANGE):
                     self._pause(tp, st, errors.ERROR_NAMES.get(p.error_code, str(p.error_code)))
                     continue
+                yield tp, st, lg, p
+
+    # --- truncation by leader epoch ---
+    def _truncate(self, conn: BrokerConnection, todo) -> None:
+        resp = self._request(conn, ApiKey.OFFSET_FOR_LEADER_EPOCH, todo, lambda p, st, lg: dict(
+            partition=p, current_leader_epoch=st.epoch, leader_epoch=lg.leader_epochs.latest_epoch()),
+            replica_id=self.broker_id)
+        for _tp, st, lg, p in self._answers(resp.topics, todo, "partition"):
+            if p.error_code == _NONE:
                 lg.truncate_to(self._truncation_offset(lg, p.leader_epoch, p.end_offset))
                 st.truncated = True
 
@@ -203,40 +214,23 @@ class ReplicaFetcher:
     def _fetch(self, conn: BrokerConnection, parts) -> None:
         if not parts:
             return
-        by_topic: dict[str, list] = {}
-        for (t, p), st in parts.items():
-            lg = self._logs(t, p)
-            if lg is None:
-                continue
-            by_topic.setdefault(t, []).append(dict(
-                partition=p, current_leader_epoch=st.epoch, fetch_offset=lg.log_end_offset,
-                log_start_offset=lg.log_start_offset, partition_max_bytes=self._max_bytes))
-        resp = conn.request(ApiKey.FETCH, dict(
+        resp = self._request(conn, ApiKey.FETCH, parts, lambda p, st, lg: dict(
+            partition=p, current_leader_epoch=st.epoch, fetch_offset=lg.log_end_offset,
+            log_start_offset=lg.log_start_offset, partition_max_bytes=self._max_bytes),
             replica_id=self.broker_id, max_wait_ms=self._wait_ms, min_bytes=self._min_bytes,
             max_bytes=self._response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
-            topics=[dict(topic=t, partitions=ps) for t, ps in by_topic.items()], forgotten_topics_data=[],
-            rack_id=""))
+            forgotten_topics_data=[], rack_id="")
         if resp.error_code:
             raise errors.for_code(resp.error_code)("fetch from the leader failed")
-        for t in resp.responses:
-            for p in t.partitions:
-                tp = (t.topic, p.partition_index)
-                st, lg = parts.get(tp), self._logs(*tp)
-                if st is None or lg is None:
+        for _tp, st, lg, p in self._answers(resp.responses, parts, "partition_index"):
+            if p.error_code == _OUT_OF_RANGE:
+                st.truncated = False     # the leader's log moved under us: compare again
+                continue
+            if p.records:
+                try:
+                    lg.append_as_follower(p.records)
+                except errors.ReplicaDivergedError as e:
+                    log.warning("replica fetcher %d->%d: %s", self.broker_id, self.leader_id, e)
+                    st.truncated = False
                     continue
-                if p.error_code == _OUT_OF_RANGE:
-                    st.truncated = False     # the leader's log moved under us: compare again
-                    continue
-                if p.error_code != _NONE:
-                    self._pause(tp, st, errors.ERROR_NAMES.get(p.error_code, str(p.error_code)))
-                    continue
-                if p.records:
-                    try:
-                        lg.append_as_follower(p.records)
-                    except errors.ReplicaDivergedError as e:
-                        log.warning("replica fetcher %d->%d: %s", self.broker_id, self.leader_id, e)
-                        st.truncated = False
-                        continue
-                lg.update_high_watermark(min(p.high_watermark, lg.log_end_offset))
-                if self._on_appended is not None:
-                    self._on_appended(*tp)
+            lg.update_high_watermark(min(p.high_watermark, lg.log_end_offset))

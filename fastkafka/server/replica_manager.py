@@ -166,7 +166,7 @@ class ReplicaManager:
         if f is None:
             f = self._fetchers[(leader, index)] = ReplicaFetcher(
                 self.broker_id, leader, lambda: self._address(leader), self.topics.local_log, self.config,
-                on_appended=None, index=index)
+                index=index)
             f.start()
         return f
 

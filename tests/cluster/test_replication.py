@@ -1,6 +1,8 @@
 """Replication end to end: RF=3 over three real brokers and real ZooKeeper, real clients, real kills."""
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -146,6 +148,10 @@ def test_isr_follows_a_paused_follower_and_acks_all_needs_min_insync(ensemble, t
         cluster.brokers[f2].kill()
         wait_for(lambda: cluster.state("isr", 0).isr == (leader,), 20, what="the ISR is the leader alone")
         assert produce_raw(port, "isr", 0, acks=-1) == NOT_ENOUGH_REPLICAS
+        out = subprocess.run([sys.executable, "-m", "fastkafka", "topics", "-b", cluster.brokers[leader].bootstrap,
+                              "describe", "--under-replicated-partitions"], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+        assert f"Partition: 0\tLeader: {leader}\t" in out and f"Isr: {leader}\t" in out and "Topic: isr" in out
         assert produce_raw(port, "isr", 0, acks=1) == 0
         got = read_all(cluster, "isr", 1)[0]
         assert [v for _, v in got] == [b"x", b"x"]   # the refused one was never written

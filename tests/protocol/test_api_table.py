@@ -13,7 +13,8 @@ PHASE_1 = {"ApiVersions": 3, "Produce": 7, "Fetch": 11, "ListOffsets": 5, "Metad
 # Phase 2's admin surface of Kafka 3.x clients (issue 17)
 PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "DescribeAcls": 1,
            "CreateAcls": 1, "DeleteAcls": 1, "AlterConfigs": 1, "IncrementalAlterConfigs": 1,
-           "DescribeProducers": 0}
+           "DescribeProducers": 0,
+           "OffsetForLeaderEpoch": 3}   # replication (issue 14): followers truncate by epoch
 
 
 def test_declared_ranges_are_the_design_ranges():
