@@ -8,7 +8,7 @@ to ``rf3`` (three replicas, min.insync.replicas=2, acks=all). Catch-up: one foll
 is stopped (kill -9) while ``--catchup-mb`` are produced, then restarted; the time until its log
 holds everything is compared with a consumer reading the same partition from the start.
 
-    python bench/bench_replication.py [--rounds 3] [--mb 64] [--catchup-mb 128]
+    python bench/bench_replication.py [--rounds 3] [--mb 64] [--catchup-mb 256]
 """
 from __future__ import annotations
 
@@ -64,10 +64,11 @@ def log_bytes(cluster, broker_id: int, topic: str, partition: int) -> int:
 
 
 def consume_all(cluster, topic: str, partition: int, count: int) -> float:
+    start = time.perf_counter()
     c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"bench-{time.monotonic_ns()}",
                   "enable.auto.commit": False, "fetch.max.bytes": 1 << 24})
     c.assign([TopicPartition(topic, partition, 0)])
-    got, start = 0, time.perf_counter()
+    got = 0
     while got < count:
         for m in c.consume(10000, 1.0):
             if not m.error():
@@ -81,7 +82,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--mb", type=int, default=64)
-    ap.add_argument("--catchup-mb", type=int, default=128)
+    ap.add_argument("--catchup-mb", type=int, default=256)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-replication-")
     with Ensemble(os.path.join(tmp, "zk")) as zk, Cluster(tmp, zk.connect + "/bench", 3) as cluster:
@@ -103,11 +104,11 @@ def main() -> None:
         cluster.brokers[follower].kill()
         produce(cluster, "lag", args.catchup_mb, "1", partition=0)
         target = log_bytes(cluster, leader, "lag", 0)
-        start = time.perf_counter()
+        wait_for(lambda: follower not in cluster.registered(), 30, what="the stopped follower's session gone")
+        start = time.perf_counter()     # includes its start-up, as the consumer's time includes its own
         cluster.brokers[follower].start()
         wait_for(lambda: log_bytes(cluster, follower, "lag", 0) >= target, 600, 0.02, what="caught up")
         catchup = time.perf_counter() - start
-        # (includes the follower's start-up: process, ZooKeeper session, truncation)
         count = args.catchup_mb * (1 << 20) // VALUE
         read = consume_all(cluster, "lag", 0, count)
         print(f"catch-up of {args.catchup_mb} MiB: follower {args.catchup_mb / catchup:7.1f} MiB/s "

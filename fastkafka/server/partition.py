@@ -106,6 +106,11 @@ class Partition:
             self._apply_isr()
 
     def _apply_isr(self) -> None:
+        # A follower out of the ISR (the controller saw its broker die, or it lagged) gets back
+        # in only by fetching again: its old position must not re-admit a dead broker.
+        for r, f in self._followers.items():
+            if r not in self.isr:
+                f.log_end_offset = -1
         # one in-sync replica: every append commits itself (no waiting on fetches); else the
         # followers' fetches move the high watermark
         alone = self.isr == (self.broker_id,)

@@ -70,3 +70,14 @@ def test_becoming_follower_hands_the_high_watermark_to_replication(tmp_path):
     assert p.follower_fetched(3, 2, now=1) is False      # a follower tracks nobody
     p.become_leader(7, (1, 2, 3), (1,), version=5, now=10)
     assert p.role == LEADER and p.log.leader_epochs.entries() == [(5, 0), (7, 2)]
+
+
+def test_a_follower_removed_by_the_controller_needs_a_new_fetch_to_rejoin(tmp_path):
+    p = leader(tmp_path)
+    append(p.log, 3)
+    p.follower_fetched(2, 3, now=10)
+    p.follower_fetched(3, 3, now=10)
+    p.become_leader(epoch=5, replicas=(1, 2, 3), isr=(1, 3), version=1, now=20)   # 2's broker died
+    assert p.isr_to_expand() is None          # its last position does not bring a dead broker back
+    p.follower_fetched(2, 3, now=30)          # it is back and caught up
+    assert p.isr_to_expand() == (1, 2, 3)
