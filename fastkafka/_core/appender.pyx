@@ -369,6 +369,7 @@ cdef class Appender:
         cdef int64_t now, at, append_time, last
         cdef SegmentFile f
         memset(s, 0, sizeof(AppendSummary))
+        s.flags = flags
         s.bytes = n
         s.log_append_time = -1
         if n <= 0:
@@ -382,7 +383,7 @@ cdef class Appender:
         if s.status != APPEND_OK or s.batch_count == 0:   # (a follower's fetch: nothing whole)
             return 0
         n = s.bytes
-        s.flags = flags | CHECKED_BYTES
+        s.flags |= CHECKED_BYTES
         if s.largest_batch > lim.max_batch_bytes:
             s.status = APPEND_BATCH_TOO_LARGE
         elif n > lim.segment_bytes:

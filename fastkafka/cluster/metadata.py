@@ -214,10 +214,11 @@ class ZkMetadata:
                     versions[tp] = stat.version
                 except (znodes.ZnodeDataError, KeyError, TypeError, ValueError) as e:
                     log.warning("ignoring state of %s-%d: %s", topic, partition, e)
-            # (the two dicts are read without the lock: a reader may pair a state with the
-            # version of its neighbour, which only fails the conditional write it guards)
-            self._state_versions = versions
+            # Readers take the state first and the version second, without the lock; published
+            # in the same order, a reader can only pair a new state with an old version, which
+            # fails the conditional write it guards -- never an old state with a new version.
             self._states = states
+            self._state_versions = versions
         self._changed()
         return True
 

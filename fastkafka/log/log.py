@@ -45,6 +45,7 @@ from .segments import LogSegments
 from .producer_state import ProducerStateManager
 
 _validate = _records.validate
+_AS_FOLLOWER = _ap.AS_FOLLOWER
 LONG_MAX = (1 << 63) - 1
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -222,7 +223,7 @@ class Log:
         return self._segments.active
 
     # --- append ---
-    def append(self, buf, leader_epoch: int = -1) -> LogAppendInfo:
+    def append(self, buf, leader_epoch: int = -1, *, _follower: bool = False) -> LogAppendInfo:
         """Validate, stamp offsets in place and append v2 batches from a writable buffer.
 
         Raises CorruptMessageError (framing/CRC), InvalidRecordError (record framing, no
@@ -240,28 +241,26 @@ class Log:
         # answer is then the LogAppendInfo. Otherwise it is the summary (an AppendResult) and
         # _settle decides from it, under the lock, and calls again with what it settled.
         try:
-            r = self._st.append(buf, leader_epoch, 0)
+            r = self._st.append(buf, leader_epoch, _AS_FOLLOWER if _follower else 0)
         except OSError as e:
             raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
         if r.__class__ is not LogAppendInfo:
             if r is None:                # read-only: offsets are stamped in place
-                return self.append(bytearray(memoryview(buf)), leader_epoch)
+                return self.append(bytearray(memoryview(buf)), leader_epoch, _follower=_follower)
             r = self._settle(buf, leader_epoch, r)
         if self.append_listeners:
             for listener in self.append_listeners:
                 listener(self)
         return r
 
-    def _settle(self, buf, leader_epoch: int, r) -> LogAppendInfo:
+    def _settle(self, buf, leader_epoch: int, r) -> LogAppendInfo | None:
         """Policy for an append the Appender handed back: errors, producer state, compaction
         keys, rolls; then the same call again with the CHECKED_* flags settled."""
         with self._lock:
             while True:
                 status = r.status
-                if status == _ap.OK:       # written, with idempotent batches to record
-                    self.producer_state.record_append(r, buf)
-                    return tuple.__new__(LogAppendInfo, (r.first_offset, r.last_offset, r.log_append_time,
-                                                         self.log_start_offset))
+                if status == _ap.OK:       # written: idempotent batches, or a follower's copy
+                    return self._record(buf, r)
                 if status == _ap.NEEDS_PRODUCER_CHECK:
                     dup = self.producer_state.check_append(r, buf)  # issue 5: raises 45/47
                     if dup is not None:    # a retried batch is answered, not appended again
@@ -291,43 +290,23 @@ class Log:
         """A replica's copy of its leader's batches: appended with the offsets, leader epochs and
         timestamps they carry (nothing re-stamped), the producer state and the leader-epoch
         cache updated from them. A batch cut off at the end (fetches may end inside one) is left
-        for the next fetch; None when no batch was whole. Raises ReplicaDivergedError when they do not continue this log
-        (the follower must truncate first) and the errors of :meth:`append` for bad bytes."""
-        if not isinstance(buf, (bytearray, memoryview)) or getattr(buf, "readonly", False):
-            buf = bytearray(buf)
-        flags = _ap.AS_FOLLOWER
-        with self._lock:
-            while True:
-                try:
-                    r = self._st.append(buf, -1, flags)
-                except OSError as e:
-                    raise errors.KafkaStorageError(f"append to {self.dir} failed: {e}") from e
-                status = r.status
-                if status == _ap.OK:
-                    break
-                flags = r.flags
-                if status == _ap.ROLL:
-                    self.roll(self._st.next_offset)
-                elif status == _ap.CLOSED:
-                    if self.deleted:
-                        raise errors.KafkaStorageError(f"log {self.topic}-{self.partition} was deleted")
-                    self._segments.active.attach_appender(self._st)
-                elif status == _ap.OFFSETS_BEHIND:
-                    raise errors.ReplicaDivergedError(
-                        f"{self.topic}-{self.partition}: batches from the leader do not continue this log "
-                        f"(log end {self._st.next_offset})")
-                else:
-                    self._raise_refused(buf, r)
+        for the next fetch; None when no batch was whole. Raises ReplicaDivergedError when they
+        do not continue this log (the follower must truncate first) and the errors of
+        :meth:`append` for bad bytes."""
+        return self.append(buf, -1, _follower=True)
+
+    def _record(self, buf, r) -> LogAppendInfo | None:
+        """What policy notes of a written set (under the lock): its idempotent batches, and for
+        a follower's copy the leader epochs that begin in it."""
+        if r.flags & _AS_FOLLOWER:
             if r.batch_count == 0:      # the fetch ended inside its first batch
                 return None
-            if r.producer_batches:
-                self.producer_state.record_append(r, buf)
             if r.last_epoch > self.leader_epochs.latest_epoch():
                 self._note_epochs(buf, r)
-        if self.append_listeners:
-            for listener in self.append_listeners:
-                listener(self)
-        return LogAppendInfo(r.first_offset, r.last_offset, -1, self.log_start_offset)
+        if r.producer_batches:
+            self.producer_state.record_append(r, buf)
+        return tuple.__new__(LogAppendInfo, (r.first_offset, r.last_offset, r.log_append_time,
+                                             self.log_start_offset))
 
     def _note_epochs(self, buf, r) -> None:
         # A new leader epoch begins in these batches: record where (the common case is one
@@ -349,6 +328,10 @@ class Log:
                 f"{r.bytes} bytes of batches exceed segment.bytes {self.config.segment_bytes}")
         if status == _ap.NULL_KEY:
             self._keyless()
+        if status == _ap.OFFSETS_BEHIND:
+            raise errors.ReplicaDivergedError(
+                f"{self.topic}-{self.partition}: batches from the leader do not continue this log "
+                f"(log end {self._st.next_offset})")
         _raise_invalid(buf)
 
     def _keyless(self) -> None:

@@ -168,6 +168,3 @@ class Partition:
                 return None
             members = set(self.isr) | set(back)
             return tuple(r for r in self.replicas if r in members)
-
-    def in_sync_count(self) -> int:
-        return len(self.isr)

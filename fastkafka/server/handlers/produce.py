@@ -37,11 +37,10 @@ _TOO_FEW_AFTER = errors.NotEnoughReplicasAfterAppendError.code
 ACKS_ALL = -1
 
 
-def _append(ctx, topic: str, partition: int, records, acks: int):
+def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     """(error_code, base_offset, log_append_time, log_start_offset, waiting) for one partition;
     ``waiting`` is ``(log, partition state, offset to reach)`` when acks=all must wait."""
     lg = ctx.broker.topics.log(topic, partition)
-    replicas = ctx.broker.replicas
     part = replicas.get(topic, partition) if replicas is not None else None
     if records is None:
         raise errors.InvalidRecordError("null records")
@@ -107,6 +106,7 @@ def _response(ctx, results):
 
 def handle_produce(ctx, req):
     acks = req.acks
+    replicas = ctx.broker.replicas
     results = []
     waiting = []
     for t in req.topic_data:
@@ -118,7 +118,7 @@ def handle_produce(ctx, req):
                 code, base, lat, lso = _INVALID_ACKS, -1, -1, -1
             else:
                 try:
-                    code, base, lat, lso, wait = _append(ctx, t.name, p.index, p.records, acks)
+                    code, base, lat, lso, wait = _append(ctx, replicas, t.name, p.index, p.records, acks)
                 except Exception as e:
                     code, base, lat, lso = failure(e, "append to %s-%d", t.name, p.index)[0], -1, -1, -1
             kw = dict(index=p.index, error_code=code, base_offset=base, log_append_time_ms=lat,
@@ -131,6 +131,6 @@ def handle_produce(ctx, req):
     if waiting:
         op = DelayedProduce(ctx, req.timeout_ms, results, waiting)
         keys = [(w[0].topic, w[0].partition) for _, w in waiting]
-        ctx.broker.replicas.produce_purgatory.try_complete_else_watch(op, keys)
+        replicas.produce_purgatory.try_complete_else_watch(op, keys)
         return DELAYED
     return _response(ctx, results)
