@@ -28,7 +28,7 @@ from ._core.records import (BatchHeader, Columns, Record, Validation, assign_off
                             batch_index, magic_of, read_header, validate, validate_records)
 
 __all__ = ["Record", "RecordBatch", "BatchHeader", "Columns", "Validation", "build_batch",
-           "build_control_batch", "iter_batches", "control_record", "decode_columns",
+           "build_control_batch", "iter_batches", "control_record", "end_txn_marker", "decode_columns",
            "keyless_in_compressed",
            "columns_to_arrow", "validate", "validate_records", "batch_index", "assign_offsets",
            "read_header", "magic_of", "BATCH_OVERHEAD", "CONTROL_ABORT", "CONTROL_COMMIT"]
@@ -176,6 +176,29 @@ def control_record(batch: RecordBatch) -> tuple[int, int] | None:
     if not recs or recs[0].key is None or len(recs[0].key) < _CONTROL_KEY.size:
         raise errors.CorruptRecordError("control batch without a valid control record key")
     return _CONTROL_KEY.unpack_from(recs[0].key)
+
+
+def end_txn_marker(batch: RecordBatch) -> tuple[bool, int] | None:
+    """``(commit, coordinator_epoch)`` of a transaction marker (an end-transaction control
+    batch), or None for a data batch, a control batch emptied by compaction or another control
+    type. Raises CorruptRecordError for a malformed control record.
+
+    Example::
+
+        >>> end_txn_marker(next(iter_batches(build_control_batch(False, 5, 1, coordinator_epoch=3))))
+        (False, 3)
+    """
+    if not batch.header.is_control or batch.header.record_count == 0:
+        return None
+    rec = batch.records()[0]
+    if rec.key is None or len(rec.key) < _CONTROL_KEY.size:
+        raise errors.CorruptRecordError("control batch without a valid control record key")
+    _version, kind = _CONTROL_KEY.unpack_from(rec.key)
+    if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+        return None
+    if rec.value is None or len(rec.value) < _END_TXN_VALUE.size:
+        raise errors.CorruptRecordError("transaction marker without a valid value")
+    return kind == CONTROL_COMMIT, _END_TXN_VALUE.unpack_from(rec.value)[1]
 
 
 def keyless_in_compressed(buf, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> int:

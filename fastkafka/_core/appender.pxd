@@ -18,6 +18,8 @@ cdef enum AppendStatus:
     APPEND_CLOSED = 8              # no active segment attached (the log is closed or deleted)
     APPEND_OFFSETS_BEHIND = 9      # FOLLOWER: a batch's offset is below the log end or the batches'
                                    # offsets do not increase (the follower's log diverged)
+    APPEND_CONTROL_BATCH = 10      # control batches without CONTROL_ALLOWED: only the broker writes
+                                   # transaction markers, a client's produce must not carry them
 
 # What the caller has already settled for this buffer (flags of Appender.append): the retry after
 # a status passes what that status asked for, so no check and no walk runs twice.
@@ -27,6 +29,8 @@ cdef enum:
     CHECKED_KEYS = 4               # every record of the compressed batches has a key
     FOLLOWER = 8                   # a replica's append: keep the leader's offsets, epochs and
                                    # timestamps; the leader checked keys and producers already
+                                   # (a leader's markers are copied as they are)
+    CONTROL_ALLOWED = 16           # the broker writes its own transaction markers (control batches)
 
 
 cdef struct AppendLimits:
@@ -53,9 +57,12 @@ cdef struct AppendSummary:
     int32_t compressed_batches
     int64_t null_keys              # in uncompressed batches (compact only)
     bint transactional
-    # idempotence: the set's batches with a producer id (Kafka's produce v3+ sends one)
+    int32_t control_batches        # batches with the isControl bit (transaction markers)
+    # idempotence: the set's data batches with a producer id (Kafka's produce v3+ sends one;
+    # control batches are counted apart, in control_batches)
     int32_t producer_batches
-    bint mixed_producers           # more than one producer id, or plain and idempotent batches mixed
+    bint mixed_producers           # more than one producer id, or plain (or control) and
+                                   # idempotent batches mixed
     int64_t producer_id
     int16_t producer_epoch
     int32_t base_sequence          # of the first producer batch

@@ -11,10 +11,12 @@ NEEDS_KEY_CHECK: int
 NULL_KEY: int
 CLOSED: int
 OFFSETS_BEHIND: int
+CONTROL_BATCH: int
 BYTES_CHECKED: int
 PRODUCER_CHECKED: int
 KEYS_CHECKED: int
 AS_FOLLOWER: int
+MARKERS_ALLOWED: int
 
 class AppendResult:
     status: int
@@ -30,6 +32,7 @@ class AppendResult:
     compressed_batches: int
     null_keys: int
     transactional: bool
+    control_batches: int
     producer_batches: int
     mixed_producers: bool
     producer_id: int

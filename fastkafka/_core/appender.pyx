@@ -10,6 +10,10 @@
 # back as a status with the summary and nothing written; the caller settles it and calls again
 # with the CHECKED_* flags of what it settled, so nothing is walked twice.
 #
+# Control batches (transaction markers) are the broker's own: a set holding one is refused
+# (CONTROL_BATCH) unless the caller says it writes markers (CONTROL_ALLOWED) or copies a leader's
+# batches (FOLLOWER). Counting them is one bit test per batch, so plain sets pay nothing more.
+#
 # Mechanism only: what the limits are, what a status means, and when to roll, flush or fence a
 # producer is fastkafka.log's (Python). This module holds no reference to a log/ object: the
 # active segment is attached with its file opener, cursor and indexes (Appender.attach).
@@ -20,7 +24,8 @@ from libc.string cimport memset
 
 from fastkafka._core.index cimport OffsetIndex, TimeIndex
 from fastkafka._core.records_layout cimport (
-    BATCH_END, BATCH_OK, BATCH_SHORT_HEADER, BATCH_TRUNCATED, BatchCursor, NOGIL_THRESHOLD, TRANSACTIONAL_MASK, batch_attributes,
+    BATCH_END, BATCH_OK, BATCH_SHORT_HEADER, BATCH_TRUNCATED, BatchCursor, CONTROL_MASK, NOGIL_THRESHOLD,
+    TRANSACTIONAL_MASK, batch_attributes,
     batch_base_offset, batch_base_sequence, batch_is_compressed, batch_last_offset, batch_last_offset_delta,
     batch_max_timestamp, batch_partition_leader_epoch, batch_producer_epoch, batch_producer_id,
     batch_record_count,
@@ -64,10 +69,12 @@ NEEDS_KEY_CHECK = APPEND_NEEDS_KEY_CHECK
 NULL_KEY = APPEND_NULL_KEY
 CLOSED = APPEND_CLOSED
 OFFSETS_BEHIND = APPEND_OFFSETS_BEHIND
+CONTROL_BATCH = APPEND_CONTROL_BATCH
 BYTES_CHECKED = CHECKED_BYTES
 PRODUCER_CHECKED = CHECKED_PRODUCER
 KEYS_CHECKED = CHECKED_KEYS
 AS_FOLLOWER = FOLLOWER
+MARKERS_ALLOWED = CONTROL_ALLOWED
 
 cdef int64_t NO_PRODUCER_ID = -1
 
@@ -83,6 +90,7 @@ cdef void summarize(const unsigned char* p, Py_ssize_t n, bint check, bint count
     cdef Py_ssize_t err_pos = 0
     cdef int64_t pid, ts
     cdef int32_t seq_end = 0
+    cdef int attrs
     cursor_init(&c, p, n)
     s.max_timestamp = -1
     s.producer_id = NO_PRODUCER_ID
@@ -110,10 +118,13 @@ cdef void summarize(const unsigned char* p, Py_ssize_t n, bint check, bint count
             s.max_timestamp = ts
         if batch_is_compressed(b):
             s.compressed_batches += 1
-        if batch_attributes(b) & TRANSACTIONAL_MASK:
+        attrs = batch_attributes(b)
+        if attrs & TRANSACTIONAL_MASK:
             s.transactional = True
         pid = batch_producer_id(b)
-        if pid != NO_PRODUCER_ID:
+        if attrs & CONTROL_MASK:       # a marker: not a producer's data batch (the walk reads it)
+            s.control_batches += 1
+        elif pid != NO_PRODUCER_ID:
             if s.producer_batches == 0:
                 s.producer_id = pid
                 s.producer_epoch = batch_producer_epoch(b)
@@ -129,7 +140,7 @@ cdef void summarize(const unsigned char* p, Py_ssize_t n, bint check, bint count
     elif c.status != BATCH_END or s.batch_count == 0:
         s.status = APPEND_INVALID
     elif s.producer_batches and s.producer_batches != s.batch_count:
-        s.mixed_producers = True       # plain and idempotent batches in one set
+        s.mixed_producers = True       # plain (or control) and idempotent batches in one set
 
 
 cdef void stamp_all(unsigned char* p, Py_ssize_t n, int64_t next_offset, int32_t leader_epoch,
@@ -148,7 +159,7 @@ cdef void stamp_all(unsigned char* p, Py_ssize_t n, int64_t next_offset, int32_t
             next_offset = batch_base_offset(b)
         else:
             stamp_batch(b, c.size, next_offset, leader_epoch, log_append_time)
-        if batch_producer_id(b) != NO_PRODUCER_ID:
+        if batch_producer_id(b) != NO_PRODUCER_ID and not (batch_attributes(b) & CONTROL_MASK):
             if s.producer_first_offset < 0:
                 s.producer_first_offset = next_offset
             s.producer_last_offset = next_offset + batch_last_offset_delta(b)
@@ -205,6 +216,8 @@ cdef class AppendResult:
     @property
     def transactional(self): return self.s.transactional
     @property
+    def control_batches(self): return self.s.control_batches
+    @property
     def producer_batches(self): return self.s.producer_batches
     @property
     def mixed_producers(self): return self.s.mixed_producers
@@ -241,17 +254,18 @@ cdef class Appender:
     ``lock`` (the Log's RLock), reads the clock, writes the set into the active segment and
     returns ``info_type(base_offset, last_offset, log_append_time, log_start_offset)``;
     otherwise it returns an :class:`AppendResult` whose status says why nothing was written (or,
-    with status OK, that the set was written but holds idempotent batches the producer state
-    records). None for a buffer that is read-only or not a buffer. After the lock is released it
-    calls ``flush()`` when flush.messages or flush.ms is reached. Thread-safe; the public fields
-    are written under the lock and read lock-free.
+    with status OK, that the set was written but holds idempotent batches or markers the
+    producer state records). None for a buffer that is read-only or not a buffer. After the lock
+    is released it calls ``flush()`` when flush.messages or flush.ms is reached. Thread-safe; the
+    public fields are written under the lock and read lock-free.
 
     A replica's copy (``AS_FOLLOWER`` in ``flags``) keeps the offsets, epochs and timestamps the
     leader gave the batches; they must start at or after the log end and increase
     (OFFSETS_BEHIND otherwise), and the answer is always an AppendResult, whose epochs feed the
-    leader-epoch cache. The high watermark moves with the log end only while
-    ``high_watermark_follows_end`` (the partition has one in-sync replica); otherwise
-    replication moves it.
+    leader-epoch cache. Control batches come back as CONTROL_BATCH unless ``flags`` has
+    ``MARKERS_ALLOWED`` (the broker's own transaction markers) or ``AS_FOLLOWER``. The high
+    watermark moves with the log end only while ``high_watermark_follows_end`` (the partition
+    has one in-sync replica); otherwise replication moves it.
 
     Example::
 
@@ -354,7 +368,8 @@ cdef class Appender:
             PyBuffer_Release(&view)
         if flush_due:
             self._flush()
-        if s.status == APPEND_OK and s.producer_batches == 0 and not (flags & FOLLOWER):
+        if s.status == APPEND_OK and s.producer_batches == 0 and s.control_batches == 0 \
+                and not (flags & FOLLOWER):
             return fk_tuple4(<PyTypeObject*>self._info_type, s.first_offset, s.last_offset,
                              s.log_append_time, self.log_start_offset)
         r = AppendResult.__new__(AppendResult)
@@ -391,6 +406,8 @@ cdef class Appender:
         elif keep:
             if not s.offsets_increase:
                 s.status = APPEND_OFFSETS_BEHIND
+        elif s.control_batches and not (flags & CONTROL_ALLOWED):
+            s.status = APPEND_CONTROL_BATCH
         elif lim.compact and s.null_keys:
             s.status = APPEND_NULL_KEY
         elif lim.compact and s.compressed_batches and not (flags & CHECKED_KEYS):

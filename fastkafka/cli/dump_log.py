@@ -1,5 +1,6 @@
 """``fastkafka dump-log FILE...``: print the batches (and records) of ``.log`` files and the entries
-of ``.index`` / ``.timeindex`` files, verifying CRCs, like Kafka's ``kafka-dump-log.sh``.
+of ``.index`` / ``.timeindex`` / ``.txnindex`` files, verifying CRCs, like Kafka's
+``kafka-dump-log.sh`` (transaction markers print as ``endTxnMarker: COMMIT coordinatorEpoch: N``).
 
 Example::
 
@@ -17,7 +18,8 @@ from typing import TextIO
 
 from .._core.index import OffsetIndex, TimeIndex
 from .._core.records import read_header, validate
-from ..records import iter_batches
+from ..log.txn_index import ENTRY_SIZE, iter_entries
+from ..records import end_txn_marker, iter_batches
 
 _CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
@@ -49,7 +51,12 @@ def dump_log_file(path: str, out: TextIO, print_data: bool) -> int:
                 f"position: {pos} {'LogAppendTime' if h.timestamp_type else 'CreateTime'}: "
                 f"{h.max_timestamp} size: {h.size} magic: {h.magic} "
                 f"compresscodec: {_CODECS.get(h.compression, h.compression)} crc: {h.crc} isvalid: true\n")
-            if print_data:
+            if print_data and h.is_control:
+                marker = end_txn_marker(b)
+                if marker is not None:
+                    out.write(f"| offset: {h.base_offset} endTxnMarker: "
+                              f"{'COMMIT' if marker[0] else 'ABORT'} coordinatorEpoch: {marker[1]}\n")
+            elif print_data:
                 ts_name = "LogAppendTime" if h.timestamp_type else "CreateTime"
                 for r in b.records():
                     hdrs = ",".join(f"{k}:{_text(val)}" for k, val in r.headers)
@@ -98,9 +105,22 @@ def dump_index_file(path: str, out: TextIO) -> int:
     return 0 if ok else 1
 
 
+def dump_txn_index_file(path: str, out: TextIO) -> int:
+    """Print a transaction index's aborted transactions (Kafka's wording); 1 for a torn tail."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    for version, t in iter_entries(data):
+        out.write(f"version: {version} producerId: {t.producer_id} firstOffset: {t.first_offset} "
+                  f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}\n")
+    if len(data) % ENTRY_SIZE:
+        out.write(f"Found {len(data) % ENTRY_SIZE} trailing bytes (a torn entry) isvalid: false\n")
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="fastkafka dump-log", description=__doc__.splitlines()[0])
-    p.add_argument("files", nargs="+", metavar="FILE", help=".log, .index or .timeindex files")
+    p.add_argument("files", nargs="+", metavar="FILE", help=".log, .index, .timeindex or .txnindex files")
     p.add_argument("--print-data-log", "--deep-iteration", action="store_true", dest="print_data",
                    help="print every record (key, payload, headers) too")
     args = p.parse_args(argv)
@@ -110,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if path.endswith((".index", ".timeindex")):
                 status |= dump_index_file(path, sys.stdout)
+            elif path.endswith(".txnindex"):
+                status |= dump_txn_index_file(path, sys.stdout)
             elif path.endswith(".log"):
                 status |= dump_log_file(path, sys.stdout, args.print_data)
             else:

@@ -3,7 +3,8 @@
 One pass over a log:
 
 1. The cleanable range is every segment but the active one, and only segments whose newest
-   record is older than ``min.compaction.lag.ms``.
+   record is older than ``min.compaction.lag.ms`` and that end at or below the last stable
+   offset (a transaction not yet decided is never cleaned, as in Kafka).
 2. A key map (16-byte MD5 of the key -> latest offset) is built over the dirty part — from the
    cleaner's checkpoint on — stopping at a segment boundary when the map would exceed
    ``log.cleaner.dedupe.buffer.size`` / 24 entries (Kafka's 24 bytes per entry), so memory is
@@ -16,10 +17,13 @@ One pass over a log:
    tombstones (null value) are dropped once their segment is older than ``delete.retention.ms``.
    Offsets never change: a batch keeps its base offset, producer id, epoch, base sequence,
    lastOffsetDelta, attributes and codec; untouched batches are copied byte for byte, control
-   batches always kept. A batch left with no record is dropped, except the last batch of its
-   producer in the whole log (per the log's producer state, active segment included): it stays
-   as an empty batch (61 bytes, recordCount 0) so the producer state rebuilt from the log still
-   sees the producer's last sequence and epoch, as Kafka retains it. A one-segment group in which
+   batches (transaction markers) always kept. The records of aborted transactions (found in
+   the segments' transaction indexes) are dropped and never enter the key map, so they cannot
+   shadow a committed record of the same key (unlike Kafka, markers are never removed). A batch
+   left with no record is dropped, except the last data batch of its producer in the whole log
+   (per the log's producer state, active segment included; never a marker): it stays as an
+   empty batch (61 bytes, recordCount 0) so the producer state rebuilt from the log still sees
+   the producer's last sequence and epoch, as Kafka retains it. A one-segment group in which
    nothing changed is not rewritten.
 4. Swap (cleaner_swap.replace_group): the group's segments are replaced by the cleaned one in the
    copy-on-write list, atomically for readers (old snapshots keep the old, pinned files) and for
@@ -44,6 +48,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from bisect import bisect_right
 from typing import Callable
 
 from .. import records as _records
@@ -55,6 +60,7 @@ from .checkpoints import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from .cleaner_swap import CleanedFile, group_segments, replace_group, segment_info
 from .scheduler import wall_clock_ms
 from .segment import LogSegment
+from .txn_index import AbortedTxn
 
 BYTES_PER_MAP_ENTRY = 24
 NO_PRODUCER_ID = -1
@@ -119,8 +125,11 @@ class LogCleaner:
         now = self.clock()
         cfg = log.config
         cleanable = []
-        for seg in log.segments[:-1]:
-            if seg.size and now - seg.largest_timestamp() < cfg.min_compaction_lag_ms:
+        stable = log.last_stable_offset
+        segs = log.segments
+        for seg, nxt in zip(segs, segs[1:]):
+            if (seg.size and now - seg.largest_timestamp() < cfg.min_compaction_lag_ms) \
+                    or nxt.base_offset > stable:
                 break
             cleanable.append(seg)
         if not cleanable:
@@ -134,7 +143,9 @@ class LogCleaner:
                          sum(s.size for s in dirty) / total < cfg.min_cleanable_dirty_ratio):
             return False
         last_batches = log.producer_last_offsets()   # before the map: appends only make it later
-        key_map, map_end = self._build_map(dirty, log)
+        aborted = _AbortedRanges(log.collect_aborted_transactions(
+            cleanable[0].base_offset, _segment_end(cleanable[-1], log)))
+        key_map, map_end = self._build_map(dirty, log, aborted)
         if not key_map:
             return False
         horizon = now - cfg.delete_retention_ms
@@ -142,16 +153,16 @@ class LogCleaner:
         ends = [s.base_offset for s in below[1:]] + [_segment_end(below[-1], log)]
         infos = [segment_info(s, e) for s, e in zip(below, ends)]
         for group in group_segments(infos, cfg.segment_bytes, cfg.segment_index_bytes):
-            self._clean_group(log, [below[i] for i in group], key_map, horizon, last_batches)
+            self._clean_group(log, [below[i] for i in group], key_map, horizon, last_batches, aborted)
         self._set_first_dirty_offset(log, map_end)
         return True
 
-    def _build_map(self, dirty: list[LogSegment], log) -> tuple[dict, int]:
+    def _build_map(self, dirty: list[LogSegment], log, aborted: "_AbortedRanges") -> tuple[dict, int]:
         key_map: dict[bytes, int] = {}
         end = dirty[0].base_offset
         for seg in dirty:
             seg_keys: dict[bytes, int] = {}
-            for r in _segment_records(seg):
+            for r in _segment_records(seg, aborted):
                 if r.key is not None:
                     seg_keys[_key_hash(r.key)] = r.offset
             if key_map and len(key_map.keys() | seg_keys.keys()) > self.max_map_entries:
@@ -161,14 +172,14 @@ class LogCleaner:
         return key_map, end
 
     def _clean_group(self, log, group: list[LogSegment], key_map: dict, horizon: int,
-                     last_batches: dict[int, int]) -> None:
+                     last_batches: dict[int, int], aborted: "_AbortedRanges") -> None:
         """Rewrite ``group`` into one cleaned segment and swap it in; a lone segment in which
         nothing changed is left alone. One segment's output is in memory at a time."""
         out: CleanedFile | None = None
         try:
             for seg in group:
                 data, changed = _clean_segment(seg, key_map, seg.largest_timestamp() < horizon,
-                                               last_batches)
+                                               last_batches, aborted)
                 if out is None and (changed or len(group) > 1):
                     out = CleanedFile(group[0])
                 if out is not None:
@@ -186,7 +197,7 @@ class LogCleaner:
 
 
 def _clean_segment(seg: LogSegment, key_map: dict, drop_tombstones: bool,
-                   last_batches: dict[int, int]) -> tuple[bytearray, bool]:
+                   last_batches: dict[int, int], aborted: "_AbortedRanges") -> tuple[bytearray, bool]:
     """The segment's batches after compaction, and whether anything changed."""
     out = bytearray()
     changed = False
@@ -196,9 +207,12 @@ def _clean_segment(seg: LogSegment, key_map: dict, drop_tombstones: bool,
             out += b.buffer
             continue
         recs = b.records()
-        kept = [r for r in recs
-                if r.key is not None and key_map.get(_key_hash(r.key), -1) <= r.offset
-                and not (drop_tombstones and r.value is None)]
+        if aborted.holds(b.header):
+            kept = []              # an aborted transaction's records: no consumer may see them
+        else:
+            kept = [r for r in recs
+                    if r.key is not None and key_map.get(_key_hash(r.key), -1) <= r.offset
+                    and not (drop_tombstones and r.value is None)]
         if len(kept) == len(recs):
             out += b.buffer
             continue
@@ -241,7 +255,30 @@ def _segment_end(seg: LogSegment, log) -> int:
     return segs[i + 1].base_offset if 0 <= i < len(segs) - 1 else log.log_end_offset
 
 
-def _segment_records(seg: LogSegment):
+def _segment_records(seg: LogSegment, aborted: "_AbortedRanges"):
     for b in _records.iter_batches(seg.file().read(0, seg.size), check_crc=False):
-        if not b.is_control:
+        if not b.is_control and not aborted.holds(b.header):
             yield from b.records()
+
+
+class _AbortedRanges:
+    """Which transactional batches belong to an aborted transaction: producer id -> the
+    [first offset, marker offset] ranges of its aborted transactions (disjoint: a producer has
+    one transaction at a time)."""
+
+    def __init__(self, txns: list[AbortedTxn]):
+        self._ranges: dict[int, list[tuple[int, int]]] = {}
+        for t in txns:
+            self._ranges.setdefault(t.producer_id, []).append((t.first_offset, t.last_offset))
+        for r in self._ranges.values():
+            r.sort()
+
+    def holds(self, h) -> bool:
+        """Is the batch with header ``h`` part of an aborted transaction?"""
+        if not h.is_transactional or not self._ranges:
+            return False
+        ranges = self._ranges.get(h.producer_id)
+        if not ranges:
+            return False
+        i = bisect_right(ranges, (h.base_offset, 1 << 63)) - 1
+        return i >= 0 and ranges[i][0] <= h.base_offset <= ranges[i][1]

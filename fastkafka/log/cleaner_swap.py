@@ -9,16 +9,21 @@ Sizes are the segments' sizes before cleaning, so a group always fits once clean
 
 The swap of a group ``[F, S1 .. Sn]`` whose cleaned bytes are in ``F.log.cleaned`` (fsync'ed):
 
-1. each ``Si.log`` is renamed ``Si.log.replaced``; the directory is fsync'ed;
+1. each ``Si.log`` is renamed ``Si.log.replaced``; the group's aborted transactions (their
+   ``.txnindex`` entries, in order; compaction keeps them all) are written to
+   ``F.txnindex.cleaned``, fsync'ed and renamed ``F.txnindex.swap``; the directory is fsync'ed;
 2. ``F.log.cleaned`` is renamed ``F.log.swap`` and the directory fsync'ed -- the commit point;
-3. the ``.replaced`` files and the group's index files are deleted;
-4. ``F.log.swap`` replaces ``F.log`` (indexes are rebuilt from it), and the new segment replaces
-   the group in the copy-on-write list.
+3. the ``.replaced`` files and the group's index files are deleted (the ``Si.txnindex`` too);
+4. ``F.txnindex.swap`` replaces ``F.txnindex``, then ``F.log.swap`` replaces ``F.log`` (offset
+   and time indexes are rebuilt from it), and the new segment replaces the group in the
+   copy-on-write list.
 
-Recovery (recovery.py) after a crash at any point: no ``.swap`` -> the ``.cleaned`` file is
-deleted and every ``.replaced`` file renamed back to ``.log`` (the log before cleaning); a
-``.swap`` -> the ``.replaced`` files are deleted and the ``.swap`` completes (the log after
-cleaning). So a group is replaced entirely or not at all, never half. Unlike Kafka (which names
+Recovery (recovery.py) after a crash at any point: no ``.log.swap`` -> the ``.cleaned`` and
+``.txnindex.swap`` files are deleted and every ``.replaced`` file renamed back to ``.log`` (the
+log before cleaning); a ``.log.swap`` -> the ``.replaced`` files are deleted, the
+``.txnindex.swap`` and the ``.log.swap`` are put in place (the log after cleaning) and the
+``Si.txnindex`` files, whose logs are gone, are removed. So a group is replaced entirely or not
+at all, never half. Unlike Kafka (which names
 the old files ``.deleted`` and, after a crash, infers the group from the swap file's offsets),
 the group's members are named on disk, so a group whose last segments were emptied entirely
 is still recognised.
@@ -42,6 +47,7 @@ from typing import NamedTuple, Sequence
 from .._core.segment import SegmentFile
 from .files import REPLACED_SUFFIX, fsync_dir
 from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
+from .txn_index import write_entries
 
 MAX_RELATIVE_OFFSET = (1 << 31) - 1
 _OFFSET_ENTRY_BYTES = 8
@@ -141,30 +147,42 @@ def replace_group(log, old: list[LogSegment], cleaned: str) -> LogSegment | None
             return None
         for s in old:
             s.pin()
+        aborted = [e for s in old for e in s.txn_index.entries()]
+        txn_swap = first.txn_index.path + SWAP_SUFFIX
         renamed = []
         try:
             for s in rest:
                 os.rename(s.log_path, s.log_path + REPLACED_SUFFIX)
                 renamed.append(s)
                 _step("replaced")
-            if rest:
+            if aborted:
+                write_entries(first.txn_index.path + CLEANED_SUFFIX, aborted)
+                os.rename(first.txn_index.path + CLEANED_SUFFIX, txn_swap)
+                _step("txnindex")
+            if rest or aborted:
                 fsync_dir(log.dir)
             swap = first.log_path + SWAP_SUFFIX
             os.rename(cleaned, swap)
         except OSError:                 # not committed: put the group back as it was
             for s in renamed:
                 os.rename(s.log_path + REPLACED_SUFFIX, s.log_path)
-            _unlink(cleaned)
+            for p in (cleaned, first.txn_index.path + CLEANED_SUFFIX, txn_swap):
+                _unlink(p)
             raise
         fsync_dir(log.dir)
         _step("committed")
         for s in rest:
-            for p in (s.log_path + REPLACED_SUFFIX, s.index_path, s.time_index_path):
+            for p in (s.log_path + REPLACED_SUFFIX, s.index_path, s.time_index_path, s.txn_index.path):
                 _unlink(p)
             _step("retired")
         for p in (first.index_path, first.time_index_path):   # they describe the old file
             _unlink(p)
         _step("indexes")
+        if aborted:
+            os.replace(txn_swap, first.txn_index.path)
+            _step("txnindex-renamed")
+        else:
+            _unlink(first.txn_index.path)
         os.replace(swap, first.log_path)
         _step("renamed")
         new = first.reopened(log.config)

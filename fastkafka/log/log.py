@@ -6,7 +6,8 @@ and the index entries into the active segment), which answers with the offsets g
 and a summary -- producer state, compaction keys, rolls and errors are decided here from that
 summary, never by walking the bytes again. ``Log.read`` resolves an offset to a file region
 through an immutable snapshot of the segment list and the mmap'd index — bytes are never read
-into Python.
+into Python. Transactions (markers, the last stable offset, the aborted-transaction index) are
+the half in transactions.py, which Log inherits.
 
 Thread-safety: appends, rolls, flushes' bookkeeping, truncation and deletions are serialized by
 ``self._lock``. Reads never take it: they binary-search the current copy-on-write snapshot and
@@ -42,7 +43,7 @@ from .recovery import load_segments
 from .scheduler import Scheduler, wall_clock_ms
 from .segment import LogSegment
 from .segments import LogSegments
-from .producer_state import ProducerStateManager
+from .transactions import TransactionalLog
 
 _validate = _records.validate
 _AS_FOLLOWER = _ap.AS_FOLLOWER
@@ -103,7 +104,7 @@ def parse_topic_partition(dir_name: str) -> tuple[str, int]:
     return topic, int(part)
 
 
-class Log:
+class Log(TransactionalLog):
     """The log of one partition. See the module docstring for thread rules."""
 
     def __init__(self, dir: str, config: LogConfig | None = None, *, files: FileCache | None = None,
@@ -140,7 +141,7 @@ class Log:
         st.unflushed_messages = 0
         st.first_unflushed_ms = self.clock()   # append time of the oldest unflushed message
         self.flush_count = 0
-        self.producer_state = ProducerStateManager.recover(self)  # idempotent producer (issue 5)
+        self._load_producer_state(rebuild_index=True)   # idempotence, transactions (transactions.py)
         self.leader_epochs = LeaderEpochCache(self.dir, st.next_offset)   # replication (issue 14)
         self._segments.active.attach_appender(st)
 
@@ -186,6 +187,7 @@ class Log:
         """Set the high watermark (replication), clamped to [log_start_offset, log_end_offset]."""
         with self._lock:
             self._st.high_watermark = max(self.log_start_offset, min(offset, self._st.next_offset))
+            self._high_watermark_moved()
             return self._st.high_watermark
 
     @property
@@ -200,6 +202,7 @@ class Log:
             self._st.high_watermark_follows_end = on
             if on:
                 self._st.high_watermark = self._st.next_offset
+                self._high_watermark_moved()
 
     @property
     def lock(self) -> threading.RLock:
@@ -227,9 +230,11 @@ class Log:
         """Validate, stamp offsets in place and append v2 batches from a writable buffer.
 
         Raises CorruptMessageError (framing/CRC), InvalidRecordError (record framing, no
-        batches, a keyless record on a compacted topic), MessageTooLargeError (a batch over
+        batches, a keyless record on a compacted topic, a control batch: only the broker writes
+        transaction markers, see append_marker), MessageTooLargeError (a batch over
         max.message.bytes), RecordListTooLargeError (the set does not fit a segment),
-        OutOfOrderSequenceNumberError / InvalidProducerEpochError (idempotence), KafkaStorageError
+        OutOfOrderSequenceNumberError / InvalidProducerEpochError (idempotence),
+        InvalidTxnStateError (a plain batch inside the producer's transaction), KafkaStorageError
         (I/O, a deleted log). Thread-safe.
 
         Example::
@@ -304,7 +309,11 @@ class Log:
             if r.last_epoch > self.leader_epochs.latest_epoch():
                 self._note_epochs(buf, r)
         if r.producer_batches:
-            self.producer_state.record_append(r, buf)
+            markers = self.producer_state.record_append(r, buf)
+            if markers is not None:              # markers among them: index the aborted
+                self._markers_written(markers)
+        elif r.control_batches:                  # markers alone (append_marker, a follower)
+            self._markers_written(self.producer_state.update(buf))
         return tuple.__new__(LogAppendInfo, (r.first_offset, r.last_offset, r.log_append_time,
                                              self.log_start_offset))
 
@@ -328,6 +337,8 @@ class Log:
                 f"{r.bytes} bytes of batches exceed segment.bytes {self.config.segment_bytes}")
         if status == _ap.NULL_KEY:
             self._keyless()
+        if status == _ap.CONTROL_BATCH:
+            raise errors.InvalidRecordError("client produce requests must not carry control batches")
         if status == _ap.OFFSETS_BEHIND:
             raise errors.ReplicaDivergedError(
                 f"{self.topic}-{self.partition}: batches from the leader do not continue this log "
@@ -479,25 +490,6 @@ class Log:
                     start = i
         return [entries[i][0] for i in range(start, -1, -1)][:max_num]
 
-    def producer_last_offsets(self) -> dict[int, int]:
-        """Producer id -> last offset of its newest batch in the whole log (the producer state
-        sees every append; recovery rebuilds it from snapshots and the log)."""
-        with self._lock:
-            return self.producer_state.last_offsets()
-
-    def active_producers(self) -> list[tuple[int, int, int, int]]:
-        """``(producer_id, epoch, last_sequence, last_timestamp)`` of each producer this
-        partition remembers. Thread-safe."""
-        with self._lock:
-            return [(e.producer_id, e.epoch, e.last_seq, e.last_timestamp)
-                    for e in self.producer_state.active()]
-
-    def remove_expired_producers(self, now: int, expiration_ms: int) -> int:
-        """Forget producers whose newest batch is ``producer.id.expiration.ms`` old (Kafka
-        judges by the batch's max timestamp); returns how many."""
-        with self._lock:
-            return self.producer_state.remove_expired(now, expiration_ms)
-
     # --- retention, DeleteRecords, truncation ---
     def delete_old_segments(self, now: int | None = None) -> int:
         """Delete whole segments past retention (time, size) or below the log start offset —
@@ -558,9 +550,8 @@ class Log:
             self._st.next_offset = offset
             self._st.high_watermark = min(self._st.high_watermark, offset)
             self.recovery_point = min(self.recovery_point, offset)
-            self.producer_state.truncate_after(offset)  # issue 5
             self.leader_epochs.truncate_from_end(offset)
-            self.producer_state.delete_snapshots(self.dir, after=offset)
+            self._load_producer_state(rebuild_index=False)   # snapshots above offset go too
         self._schedule_removal(gone)
 
     # --- lifecycle ---

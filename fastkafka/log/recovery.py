@@ -12,6 +12,8 @@ before the first invalid byte is lost. Leftovers of interrupted deletes (``.dele
 cleanings (``.cleaned``) are removed; completed cleanings (``.swap``) are put in place. Segments
 a cleaning was merging away (``.replaced``) are deleted when its ``.swap`` exists (committed) and
 restored otherwise, so a merge of several segments is undone or completed whole (cleaner_swap.py).
+Transaction indexes (``.txnindex``) are derived data too: the Log drops the entries its
+producer-state replay covers and the replay writes them again (transactions.py).
 
 Example::
 
@@ -29,8 +31,11 @@ from typing import NamedTuple
 from ..config import LogConfig
 from .files import REPLACED_SUFFIX, FileCache
 from .segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
+from .txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
+
+_SEGMENT_INDEXES = (".index", ".timeindex", TXN_INDEX_SUFFIX)
 
 
 class Loaded(NamedTuple):
@@ -55,6 +60,9 @@ def _tidy(dir: str) -> list[int]:
             os.unlink(path)
         elif name.endswith(SWAP_SUFFIX):
             final = path[: -len(SWAP_SUFFIX)]
+            if final.endswith(TXN_INDEX_SUFFIX) and not committed:
+                os.unlink(path)          # the merged index of a cleaning that never happened
+                continue
             os.replace(path, final)
             if final.endswith(".log"):   # its indexes describe the old file: derived data, rebuild
                 for ext in (".index", ".timeindex"):
@@ -70,7 +78,7 @@ def _tidy(dir: str) -> list[int]:
             bases.add(int(stem))
     for name in names:   # indexes without their log are garbage
         stem, ext = os.path.splitext(name)
-        if ext in (".index", ".timeindex") and stem.isdigit() and int(stem) not in bases:
+        if ext in _SEGMENT_INDEXES and stem.isdigit() and int(stem) not in bases:
             os.unlink(os.path.join(dir, name))
     return sorted(bases)
 

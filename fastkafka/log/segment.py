@@ -1,4 +1,5 @@
-"""LogSegment: one ``%020d.log`` file with its ``.index`` and ``.timeindex``, named by base offset.
+"""LogSegment: one ``%020d.log`` file with its ``.index``, ``.timeindex`` and (once a transaction
+aborted in it) ``.txnindex`` (txn_index.py), named by base offset.
 
 The active segment takes the log's appends through the log's ``Appender`` (``_core.appender``:
 one walk, the write and the sparse index entries in one call), attached with
@@ -28,6 +29,7 @@ from .._core.records import batch_index
 from .._core.segment import IndexCursor, SegmentFile
 from ..config import LogConfig
 from .files import FileCache
+from .txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
@@ -57,6 +59,7 @@ class LogSegment:
         self.log_path = segment_path(dir, base_offset, ".log")
         self.index_path = segment_path(dir, base_offset, ".index")
         self.time_index_path = segment_path(dir, base_offset, ".timeindex")
+        self.txn_index = TransactionIndex(segment_path(dir, base_offset, TXN_INDEX_SUFFIX))
         self.active = active
         self.created_ms = created_ms
         if active and not os.path.exists(self.log_path):
@@ -203,10 +206,12 @@ class LogSegment:
             a.detach()
 
     def flush(self) -> None:
-        """fdatasync the .log. Indexes are not msync'ed: they are rebuilt when found damaged, and
-        a stale-but-valid index only makes lookups scan further. Thread-safe with appends."""
+        """fdatasync the .log (and the .txnindex after new entries). Offset and time indexes are
+        not msync'ed: they are rebuilt when found damaged, and a stale-but-valid index only makes
+        lookups scan further. Thread-safe with appends."""
         if self.size:
             self.file().flush()
+        self.txn_index.flush()
 
     def roll(self) -> None:
         """This segment stops being the active one: last time index entry, trim both indexes."""
@@ -245,6 +250,7 @@ class LogSegment:
         self._size = position
         self.offset_index().truncate_to(next_offset)
         self.time_index().truncate_to(next_offset)
+        self.txn_index.truncate_to(next_offset)
         self._cursor = None
         # the next batch gets an entry unless the segment is now empty
         self._load_cursor().bytes_since_last_index_entry = self.config.index_interval_bytes + 1 if position else 0
@@ -361,6 +367,7 @@ class LogSegment:
         to replace the files at its paths); readers of an old snapshot keep a consistent view."""
         self.offset_index()
         self.time_index()
+        self.txn_index.entries()
         with self._open_lock:    # a reader opening the file now finishes first or sees _pinned
             f = self._file if self._file is not None else self._files.get(self, self._open_file)
             self._pinned = f
@@ -369,7 +376,7 @@ class LogSegment:
 
     # --- deletion ---
     def rename_to_deleted(self) -> None:
-        """Rename the three files to ``*.deleted`` (and point this object at them); open handles
+        """Rename the files to ``*.deleted`` (and point this object at them); open handles
         and mappings stay valid, and a reader of an old snapshot can still open them."""
         with self._open_lock:
             self.deleted = True
@@ -382,6 +389,7 @@ class LogSegment:
                 setattr(self, attr, new)
             _rename_quietly(self.log_path, self.log_path + DELETED_SUFFIX)
             self.log_path += DELETED_SUFFIX
+        self.txn_index.rename(self.txn_index.path + DELETED_SUFFIX)
 
     def remove_files(self) -> None:
         """Unlink the files and drop the cached descriptor (held regions keep theirs)."""
@@ -391,6 +399,7 @@ class LogSegment:
                 os.unlink(p)
             except FileNotFoundError:
                 pass
+        self.txn_index.delete()
 
     def reopened(self, config: LogConfig) -> "LogSegment":
         """A new object for this segment's files (the cleaner replaced them), in the same
