@@ -365,6 +365,25 @@ define("producer.id.expiration.check.interval.ms", INT, 600_000, at_least(1),
 define("producer.id.block.size", INT, 1000, at_least(1), "fastkafka only: producer ids reserved (persisted) at a time, so ids stay unique across restarts.")
 
 
+# --- the transaction coordinator and __transaction_state (fastkafka.coordinator.transactions; issue 15) ---
+define("transaction.state.log.num.partitions", INT, 50, at_least(1), "Partitions of __transaction_state "
+       "(fixed once created): a transactional.id's coordinator leads partition hash(id) % this.")
+define("transaction.state.log.replication.factor", INT, 1, at_least(1), "Replication factor of "
+       "__transaction_state.")
+define("transaction.state.log.min.isr", INT, 1, at_least(1), "min.insync.replicas of __transaction_state.")
+define("transaction.state.log.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), "Segment size of "
+       "__transaction_state (small, so compaction runs often).")
+define("transaction.state.log.load.buffer.size", INT, 5 * 1024 * 1024, at_least(1), "Bytes read at a "
+       "time when loading __transaction_state.")
+define("transaction.max.timeout.ms", INT, 900_000, at_least(1), "Largest transaction.timeout.ms a "
+       "producer may ask for (INVALID_TRANSACTION_TIMEOUT above it).")
+define("transactional.id.expiration.ms", INT, 604_800_000, at_least(1), "Forget a transactional.id "
+       "whose last transaction ended this long ago.")
+define("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10_000, at_least(1),
+       "How often transactions open past their timeout are looked for (and aborted, fencing the producer).")
+define("transaction.remove.expired.transaction.cleanup.interval.ms", INT, 3_600_000, at_least(1),
+       "How often expired transactional.ids are looked for.")
+
 # --- cluster mode on ZooKeeper (owned by fastkafka.cluster; issue 8). Unset zookeeper.connect = embedded ---
 define("zookeeper.connect", STRING, "", None, "host:port[,host:port...][/chroot] of the ZooKeeper "
        "ensemble; set, the broker joins a cluster (empty: embedded single-broker mode).")

@@ -516,6 +516,38 @@ class GroupCoordinator(GroupAdmin):
                 return self.manager.store_offsets(group, offsets)
         return {tp: code for tp in offsets}
 
+    def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                           offsets: dict[tuple[str, int], OffsetAndMetadata], member_id: str = "",
+                           generation_id: int = -1, group_instance_id: str | None = None
+                           ) -> dict[tuple[str, int], int]:
+        """TxnOffsetCommit: ``offsets`` written into the producer's transaction; they become the
+        group's committed offsets when its COMMIT marker arrives (:meth:`complete_txn`). With
+        KIP-447's member and generation (v3), a zombie member is refused as in OffsetCommit."""
+        return self._locked(self._txn_commit, group_id, producer_id, producer_epoch, offsets,
+                            member_id, generation_id, group_instance_id)
+
+    def _txn_commit(self, group_id, producer_id, producer_epoch, offsets, member_id, generation_id,
+                    instance_id):
+        code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
+        if not code:
+            group = self._group(group_id) or self.manager.get_or_create(group_id)
+            if group.is_(DEAD):
+                code = E.CoordinatorNotAvailableError.code
+            elif group.is_static_member_fenced(instance_id, member_id):
+                code = E.FencedInstanceIdError.code
+            elif member_id and not group.has(member_id):
+                code = E.UnknownMemberIdError.code
+            elif generation_id >= 0 and generation_id != group.generation_id:
+                code = E.IllegalGenerationError.code
+            else:
+                return self.manager.store_offsets(group, offsets, (producer_id, producer_epoch))
+        return {tp: code for tp in offsets}
+
+    def complete_txn(self, producer_id: int, partition: int, commit: bool) -> None:
+        """The transaction coordinator wrote ``producer_id``'s marker to
+        ``__consumer_offsets-<partition>``: its offsets there are committed or dropped."""
+        self._locked(self.manager.complete_txn, producer_id, partition, commit)
+
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> tuple[int, dict[tuple[str, int], OffsetAndMetadata | None]]:
         """``(error, {tp: committed or None})``; every committed partition when ``partitions`` is None."""

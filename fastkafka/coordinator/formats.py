@@ -141,6 +141,9 @@ class _Reader:
         self.pos = end
         return b
 
+    def i8(self) -> int:
+        return struct.unpack(">b", self._take(1))[0]
+
     def i16(self) -> int:
         return _I16.unpack(self._take(2))[0]
 

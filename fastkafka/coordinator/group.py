@@ -125,6 +125,9 @@ class GroupMetadata:
         self.new_member_added = False
         # committed offsets: (topic, partition) -> OffsetAndMetadata (see offsets.py)
         self.offsets: dict[tuple[str, int], object] = {}
+        # offsets committed inside open transactions: producer id -> {(topic, partition): ...},
+        # made committed offsets by the transaction's COMMIT marker, dropped by its ABORT
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], object]] = {}
 
     # --- state ---
     def is_(self, state: str) -> bool:

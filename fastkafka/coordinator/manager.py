@@ -26,6 +26,7 @@ import logging
 from typing import Callable, Iterable
 
 from .. import errors
+from ..records import CONTROL_COMMIT
 from .formats import (GroupKey, GroupRecord, MemberRecord, OffsetAndMetadata, OffsetKey,
                       decode_group_value, decode_key, decode_offset_value, group_key, group_value,
                       offset_key, offset_value, partition_for)
@@ -36,6 +37,7 @@ __all__ = ["GroupMetadataManager", "OffsetAndMetadata"]
 log = logging.getLogger("fastkafka.coordinator")
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
+NO_PRODUCER = -1
 
 
 class GroupMetadataManager:
@@ -78,12 +80,23 @@ class GroupMetadataManager:
         """
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         groups: dict[str, GroupRecord | None] = {}
-        for key_bytes, value in self.store.read(partition):
+        # transactional commits wait for their producer's marker: pid -> [(group, tp, offset)]
+        pending: dict[int, list[tuple[str, tuple[str, int], OffsetAndMetadata]]] = {}
+        for rec in self.store.read(partition):
+            if rec.control is not None:
+                done = pending.pop(rec.producer_id, ())
+                if rec.control == CONTROL_COMMIT:
+                    for gid, tp, om in done:
+                        offsets.setdefault(gid, {})[tp] = om
+                continue
             try:
-                key = decode_key(key_bytes)
+                key, value = decode_key(rec.key), rec.value
                 if isinstance(key, OffsetKey):
                     tp = (key.topic, key.partition)
-                    if value is None:
+                    if rec.producer_id != NO_PRODUCER and value is not None:
+                        pending.setdefault(rec.producer_id, []).append(
+                            (key.group, tp, decode_offset_value(value)))
+                    elif value is None:
                         offsets.setdefault(key.group, {}).pop(tp, None)
                     else:
                         offsets.setdefault(key.group, {})[tp] = decode_offset_value(value)
@@ -91,14 +104,19 @@ class GroupMetadataManager:
                     groups[key.group] = None if value is None else decode_group_value(value)
             except errors.CorruptRecordError as e:
                 log.warning("__consumer_offsets-%d: skipping an unreadable record (%s)", partition, e)
+        open_txns: dict[str, dict[int, dict]] = {}
+        for pid, items in pending.items():
+            for gid, tp, om in items:
+                open_txns.setdefault(gid, {}).setdefault(pid, {})[tp] = om
         now = self.clock()
-        for gid in set(offsets) | set(groups):
+        for gid in set(offsets) | set(groups) | set(open_txns):
             record = groups.get(gid)
             group_offsets = offsets.get(gid, {})
-            if record is None and not group_offsets:
+            if record is None and not group_offsets and gid not in open_txns:
                 continue
             group = self._group_from_record(gid, record, now)
             group.offsets.update(group_offsets)
+            group.pending_txn_offsets = open_txns.get(gid, {})
             self.groups[gid] = group
         self._loaded.add(partition)
 
@@ -153,9 +171,11 @@ class GroupMetadataManager:
                              group.leader_id, group.state_timestamp, members)
         self._append(group.group_id, [(group_key(group.group_id), group_value(record))])
 
-    def store_offsets(self, group: GroupMetadata,
-                      offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
-        """Validate, persist and cache commits; returns an error code per partition (0 = stored)."""
+    def store_offsets(self, group: GroupMetadata, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                      producer: tuple[int, int] | None = None) -> dict[tuple[str, int], int]:
+        """Validate, persist and cache commits; returns an error code per partition (0 = stored).
+        With ``producer`` = ``(producer_id, epoch)`` (TxnOffsetCommit) they are written into that
+        producer's transaction and stay pending until :meth:`complete_txn`."""
         result: dict[tuple[str, int], int] = {}
         records = []
         accepted = {}
@@ -168,11 +188,14 @@ class GroupMetadataManager:
             records.append((offset_key(group.group_id, tp[0], tp[1]), offset_value(om)))
         if records:
             try:
-                self._append(group.group_id, records)
+                self._append(group.group_id, records, producer)
             except errors.KafkaError as e:
                 code = _storage_error_code(e)
                 return {**result, **{tp: code for tp in accepted}}
-            group.offsets.update(accepted)
+            if producer is None:
+                group.offsets.update(accepted)
+            else:
+                group.pending_txn_offsets.setdefault(producer[0], {}).update(accepted)
         result.update({tp: 0 for tp in accepted})
         return result
 
@@ -233,15 +256,25 @@ class GroupMetadataManager:
                 for tp in expired:
                     del group.offsets[tp]
                 expired_total += len(expired)
-            if group.is_(EMPTY) and not group.offsets:
+            if group.is_(EMPTY) and not group.offsets and not group.pending_txn_offsets:
                 try:
                     self.delete_group(group)
                 except errors.KafkaError as e:
                     log.warning("cannot delete expired group %s: %s", group.group_id, e)
         return expired_total
 
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
-        self.store.append(self.partition_for(group_id), records, self.clock())
+    def complete_txn(self, producer_id: int, partition: int, commit: bool) -> None:
+        """A marker of ``producer_id``'s transaction reached ``__consumer_offsets-<partition>``:
+        its pending offsets there become committed (COMMIT) or vanish (ABORT)."""
+        for group in self.groups.values():
+            if producer_id in group.pending_txn_offsets and self.partition_for(group.group_id) == partition:
+                done = group.pending_txn_offsets.pop(producer_id)
+                if commit:
+                    group.offsets.update(done)
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]],
+                producer: tuple[int, int] | None = None) -> None:
+        self.store.append(self.partition_for(group_id), records, self.clock(), producer)
 
 
 def _storage_error_code(exc: errors.KafkaError) -> int:

@@ -1,6 +1,7 @@
 """The response an API returns when a whole request fails (Kafka's ``getErrorResponse``).
 
-Generic over the schema: every ``error_code`` field gets the code, every response array marked
+Generic over the schema: every ``error_code`` field (or ``<x>_error_code``, as
+AddPartitionsToTxn's ``partition_error_code``) gets the code, every response array marked
 ``<src`` gets one element per element of the request's ``src`` array (recursively), and scalar
 fields marked ``<src`` copy the request's value, so e.g. each Produce partition is answered.
 
@@ -29,7 +30,7 @@ def _get(src, name):
 def _fill(struct: Struct, version: int, src, code: int, message):
     values = {}
     for f in struct.present_fields(version):
-        if f.name == "error_code":
+        if f.name == "error_code" or f.name.endswith("_error_code"):
             values[f.name] = code
         elif f.name == "error_message" and message is not None:
             values[f.name] = message

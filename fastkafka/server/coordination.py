@@ -1,4 +1,5 @@
-"""The broker's group coordinator and producer-id manager: wiring, start-up load and the timer.
+"""The broker's group and transaction coordinators and producer-id manager: wiring, start-up
+load and the timer.
 
 :class:`CoordinationService` (built by :meth:`Broker.group_coordination` at start-up, or in
 cluster mode by the first group request) creates the compacted internal topic
@@ -11,6 +12,13 @@ again), while one on a led partition still loading gets COORDINATOR_LOAD_IN_PROG
 :meth:`CoordinationService.stop` answers the parked JoinGroup/SyncGroup requests with
 NOT_COORDINATOR so the network layer can drain, then stops the thread. If the broker stops
 without calling it (its ``stopped`` event is set), the thread notices.
+
+On the embedded broker the same service runs the :class:`TransactionCoordinator` over the
+compacted ``__transaction_state`` (created on the first transactional request, as Kafka does;
+loaded by the thread at start-up once it exists) and ticks it: prepared transactions are
+completed, timed-out ones aborted, idle ids expired. Its markers go to the local logs. In cluster
+mode there is none yet (markers to other brokers' partitions are not written), so FindCoordinator
+for a transactional id is refused there.
 
 Example::
 
@@ -40,6 +48,10 @@ import threading
 from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC, GroupCoordinator, LogOffsetsStore
 from fastkafka.coordinator.producer_ids import FileBlockStore, ProducerIdManager
+from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator
+from fastkafka.coordinator.coordinator import wall_clock_ms
+
+from .txn_markers import LocalMarkerWriter
 
 __all__ = ["CoordinationService"]
 
@@ -49,8 +61,9 @@ TICK_S = 0.05
 
 
 class CoordinationService:
-    """Owns the coordinator's thread; ``groups`` is the :class:`GroupCoordinator`,
-    ``producer_ids`` the :class:`ProducerIdManager`.
+    """Owns the coordinators' thread; ``groups`` is the :class:`GroupCoordinator`,
+    ``producer_ids`` the :class:`ProducerIdManager`, ``transactions`` the
+    :class:`TransactionCoordinator` (None in cluster mode).
 
     Built from what it uses: the broker's config, its topic manager (``__consumer_offsets``
     lives there), and in cluster mode the ZooKeeper metadata (who leads which offsets
@@ -61,13 +74,18 @@ class CoordinationService:
         self.config, self.topics, self.broker_id = config, topics, broker_id
         self.metadata = metadata
         cfg = config
-        n = self._ensure_offsets_topic()
+        n = self._ensure_topic(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"],
+                               cfg["offsets.topic.segment.bytes"])
         store = LogOffsetsStore(n, lambda p: topics.log(OFFSETS_TOPIC, p),
                                 compression=cfg["offsets.topic.compression.codec"],
                                 read_chunk=cfg["offsets.load.buffer.size"])
         self.groups = GroupCoordinator.from_config(cfg, store, load=False)
         self.producer_ids = ProducerIdManager(self._producer_id_store(zk_client),
                                               block_size=cfg["producer.id.block.size"])
+        self.transactions: TransactionCoordinator | None = None
+        self._transactions_lock = threading.Lock()
+        if zk_client is None and topics.get(TRANSACTION_STATE_TOPIC) is not None:
+            self.transactions = self._build_transactions()      # loaded by the thread below
         self.loaded = threading.Event()
         self._cluster = zk_client is not None
         self._broker_stopped = stopped
@@ -81,6 +99,28 @@ class CoordinationService:
                                         daemon=True)
         self._thread.start()
 
+    def transaction_coordinator(self) -> TransactionCoordinator | None:
+        """The transaction coordinator, built (with ``__transaction_state``) on first use as Kafka
+        creates the topic on the first transactional FindCoordinator; None in cluster mode."""
+        if self.transactions is None and not self._cluster:
+            with self._transactions_lock:
+                if self.transactions is None:
+                    tc = self._build_transactions()
+                    tc.load_all()               # a topic just created: nothing to replay
+                    self.transactions = tc
+        return self.transactions
+
+    def _build_transactions(self) -> TransactionCoordinator:
+        cfg, topics = self.config, self.topics
+        n = self._ensure_topic(TRANSACTION_STATE_TOPIC, cfg["transaction.state.log.num.partitions"],
+                               cfg["transaction.state.log.segment.bytes"],
+                               {"min.insync.replicas": str(cfg["transaction.state.log.min.isr"])})
+        store = LogOffsetsStore(n, lambda p: topics.log(TRANSACTION_STATE_TOPIC, p),
+                                read_chunk=cfg["transaction.state.log.load.buffer.size"])
+        return TransactionCoordinator.from_config(cfg, store, self.producer_ids,
+                                                  LocalMarkerWriter(topics, self.groups),
+                                                  clock=wall_clock_ms)
+
     def _producer_id_store(self, zk_client):
         """Cluster mode: the ``/latest_producer_id_block`` znode all brokers share; else a file."""
         if zk_client is not None:
@@ -88,18 +128,17 @@ class CoordinationService:
             return ZkBlockStore(zk_client, self.broker_id)
         return FileBlockStore(os.path.join(self.config.log_dirs[0], "producer_id_block"))
 
-    def _ensure_offsets_topic(self) -> int:
-        topics, cfg = self.topics, self.config
-        info = topics.get(OFFSETS_TOPIC)
+    def _ensure_topic(self, name: str, partitions: int, segment_bytes: int, extra=None) -> int:
+        """Create the compacted internal topic ``name`` when missing; its partition count."""
+        topics = self.topics
+        info = topics.get(name)
         if info is None:
             try:
-                info = topics.create(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], 1, {
-                    "cleanup.policy": "compact",
-                    "segment.bytes": str(cfg["offsets.topic.segment.bytes"]),
-                })
+                info = topics.create(name, partitions, 1, {
+                    "cleanup.policy": "compact", "segment.bytes": str(segment_bytes), **(extra or {})})
             except errors.TopicAlreadyExistsError:
-                info = topics.get(OFFSETS_TOPIC)
-        # the count is fixed once the topic exists: groups hash onto the partitions it has
+                info = topics.get(name)
+        # the count is fixed once the topic exists: ids hash onto the partitions it has
         return info.partitions
 
     def _leads(self, partition: int) -> bool:
@@ -123,6 +162,9 @@ class CoordinationService:
                 self._load_led()
             else:
                 self.groups.load_all()
+                with self._transactions_lock:
+                    if self.transactions is not None:
+                        self.transactions.load_all()
         except Exception:
             log.exception("loading %s failed; groups stay unavailable", OFFSETS_TOPIC)
             return
@@ -138,6 +180,8 @@ class CoordinationService:
                 if self._cluster and self._leadership_changed.is_set():
                     self._load_led()
                 self.groups.tick()
+                if self.transactions is not None:
+                    self.transactions.tick()
             except Exception:  # a bug in one tick must not stop the timeouts for good
                 log.exception("group coordinator tick failed")
 

@@ -9,12 +9,15 @@ PHASE_1 = {"ApiVersions": 3, "Produce": 7, "Fetch": 11, "ListOffsets": 5, "Metad
            "OffsetCommit": 7, "OffsetFetch": 5, "FindCoordinator": 2, "JoinGroup": 5,
            "SyncGroup": 3, "Heartbeat": 3, "LeaveGroup": 2, "ListGroups": 2, "DescribeGroups": 4,
            "CreateTopics": 4, "DeleteTopics": 3, "CreatePartitions": 1, "DeleteRecords": 1,
-           "DescribeConfigs": 2, "InitProducerId": 1, "DeleteGroups": 1}
+           "DescribeConfigs": 2, "DeleteGroups": 1}
 # Phase 2's admin surface of Kafka 3.x clients (issue 17)
 PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "DescribeAcls": 1,
            "CreateAcls": 1, "DeleteAcls": 1, "AlterConfigs": 1, "IncrementalAlterConfigs": 1,
            "DescribeProducers": 0,
-           "OffsetForLeaderEpoch": 3}   # replication (issue 14): followers truncate by epoch
+           "OffsetForLeaderEpoch": 3,   # replication (issue 14): followers truncate by epoch
+           # transactions (issue 15); InitProducerId 2+ (flexible) and 3+ (KIP-360 epoch bumps)
+           "InitProducerId": 4, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 3, "EndTxn": 3,
+           "WriteTxnMarkers": 1, "TxnOffsetCommit": 3}
 
 
 def test_declared_ranges_are_the_design_ranges():
@@ -47,10 +50,10 @@ def test_unsupported_api_versions_version_gets_v0_body_with_error_35():
         (3, 0, 8), (18, 0, 3)]
 
 
-def _request(key, v):
+def _request(key, v, attempt=0):
     from .samples import sample
     import random
-    return sample(APIS[key].request_struct, v, random.Random(f"err/{key}/{v}"))
+    return sample(APIS[key].request_struct, v, random.Random(f"err/{key}/{v}/{attempt}"))
 
 
 @pytest.mark.parametrize("key", sorted(SUPPORTED), ids=lambda k: APIS[k].name)
@@ -58,14 +61,15 @@ def test_error_response_for_every_api_encodes(key):
     lo, hi = SUPPORTED[key]
     seen = 0
     for v in range(lo, hi + 1):
-        req = _request(key, v)
-        resp = error_response(key, v, req, 42, "bad")
-        wire = b"".join(bytes(c) for c in encode_response(key, v, 1, resp))
-        _, back = decode_response(key, v, wire[4:])
-        codes = _error_codes(back, v)
-        assert set(codes) <= {42}, (APIS[key].name, v, back)
-        seen += len(codes)
-    assert seen, APIS[key].name    # (random requests with empty arrays answer no partitions)
+        for attempt in range(5):       # (random requests with empty arrays answer no partitions)
+            req = _request(key, v, attempt)
+            resp = error_response(key, v, req, 42, "bad")
+            wire = b"".join(bytes(c) for c in encode_response(key, v, 1, resp))
+            _, back = decode_response(key, v, wire[4:])
+            codes = _error_codes(back, v)
+            assert set(codes) <= {42}, (APIS[key].name, v, back)
+            seen += len(codes)
+    assert seen, APIS[key].name
 
 
 def _error_codes(obj, v):
@@ -73,7 +77,7 @@ def _error_codes(obj, v):
     found = []
     for f in type(obj)._struct.present_fields(v):
         value = getattr(obj, f.name)
-        if f.name == "error_code":
+        if f.name == "error_code" or f.name.endswith("_error_code"):
             found.append(value)
         elif f.struct is not None and value:
             for item in value:

@@ -1,4 +1,4 @@
-"""Schemas of the group and producer-id APIs: offsets, coordinator lookup, membership, groups.
+"""Schemas of the group APIs: offsets, coordinator lookup, membership, groups.
 
 Notation: see :mod:`fastkafka.protocol.schema`.
 """
@@ -148,14 +148,4 @@ DELETE_GROUPS = declare(42, "DeleteGroups", max_version=1, first_flexible=2, req
     results                  []      <groups_names
       group_id               string  <.
       error_code             int16
-""")
-
-INIT_PRODUCER_ID = declare(22, "InitProducerId", max_version=1, first_flexible=2, request="""
-    transactional_id         string  null
-    transaction_timeout_ms   int32
-""", response="""
-    throttle_time_ms         int32
-    error_code               int16
-    producer_id              int64   =-1
-    producer_epoch           int16   =-1
 """)

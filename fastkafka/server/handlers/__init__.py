@@ -17,6 +17,7 @@ from .list_offsets import handle_list_offsets
 from .metadata import handle_metadata
 from .offset_for_leader_epoch import handle_offset_for_leader_epoch
 from .produce import handle_produce
+from .transactions import TRANSACTION_RANGES
 
 __all__ = ["HANDLERS", "RANGES", "advertised_apis"]
 
@@ -39,6 +40,7 @@ RANGES = {
 
 RANGES.update(GROUP_RANGES)  # group coordinator, offsets (issue 5: handlers/group.py)
 RANGES.update(CLUSTER_ADMIN_RANGES)  # Kafka 3.x admin surface (issue 17)
+RANGES.update(TRANSACTION_RANGES)  # InitProducerId and transactions (issue 15)
 
 HANDLERS = {key: h for key, (h, _, _) in RANGES.items()}
 

@@ -19,8 +19,10 @@ watermark, and each fetch offset tells the replica manager how far the follower 
 the high watermark and the ISR). ``current_leader_epoch`` (v9+) older than the partition's
 answers FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
 
-Transactions do not exist yet, so READ_COMMITTED reads up to the same high watermark and the
-aborted-transaction list is empty. Fetch sessions (v7+, KIP-227) are declined: every answer
+READ_COMMITTED (v4+) reads up to the last stable offset (below every open transaction) and
+lists the aborted transactions of what it returns, from the segments' aborted-transaction
+indexes; clients drop those producers' batches up to their ABORT markers. Every answer reports
+the last stable offset. Fetch sessions (v7+, KIP-227) are declined: every answer
 carries session id 0, which tells the client to keep sending full requests.
 """
 from __future__ import annotations
@@ -60,23 +62,27 @@ def _read_all(ctx, req) -> _Read:
     down_magic = 0 if version <= 1 else (1 if version <= 3 else None)
     kip74 = version >= 3
     budget = req.max_bytes if kip74 else 1 << 62
+    committed = version >= 4 and req.isolation_level == READ_COMMITTED
     out = _Read()
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            hw = lso = -1
+            hw = start = stable = -1
             code = 0
             records = b""
+            aborted = [] if committed else None
             try:
                 lg = leader_log(ctx, replicas, t.topic, p.partition, p.current_leader_epoch)
                 if follower >= 0:
                     replicas.follower_fetched(t.topic, p.partition, follower, p.fetch_offset)
-                hw, lso = lg.high_watermark, lg.log_start_offset
+                hw, start = lg.high_watermark, lg.log_start_offset
+                stable = lg.last_stable_offset
+                upto = None if follower >= 0 else (stable if committed else hw)
                 limit = min(p.partition_max_bytes, budget - out.total)
                 if limit > 0 or (kip74 and out.total == 0):
-                    region = lg.read(p.fetch_offset, max(limit, 0), max_offset=None if follower >= 0 else hw,
+                    region = lg.read(p.fetch_offset, max(limit, 0), max_offset=upto,
                                      min_one_message=kip74 and out.total == 0)
-                    hw, lso = region.high_watermark, region.log_start_offset
+                    hw, start = region.high_watermark, region.log_start_offset
                     if region.length:
                         if down_magic is not None:
                             records = _down_convert(region, down_magic)
@@ -84,12 +90,15 @@ def _read_all(ctx, req) -> _Read:
                             records = FileRegion(region.file.fileno(), region.position, region.length,
                                                  owner=region)
                         out.total += len(records)
+                        if committed:
+                            aborted = [{"producer_id": pid, "first_offset": first} for pid, first
+                                       in lg.aborted_transactions(p.fetch_offset, stable)]
             except Exception as e:
                 code = failure(e, "fetch from %s-%d", t.topic, p.partition)[0]
                 out.errored = True
             parts.append(dict(partition_index=p.partition, error_code=code, high_watermark=hw,
-                              last_stable_offset=hw, log_start_offset=lso,
-                              aborted_transactions=[] if req.isolation_level == READ_COMMITTED else None,
+                              last_stable_offset=stable, log_start_offset=start,
+                              aborted_transactions=aborted,
                               preferred_read_replica=-1, records=records))
         out.results.append((t.topic, parts))
     return out

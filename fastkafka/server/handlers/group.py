@@ -1,4 +1,4 @@
-"""Group and offset APIs, and InitProducerId: requests translated to :class:`GroupCoordinator` calls.
+"""Group and offset APIs: requests translated to :class:`GroupCoordinator` calls.
 
 JoinGroup and SyncGroup return ``DELAYED``: the coordinator answers through a callback when the
 rebalance completes, possibly from its timer thread, and the callback sends the response
@@ -25,9 +25,10 @@ from ..dispatch import DELAYED
 __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", "handle_heartbeat",
            "handle_leave_group", "handle_list_groups", "handle_describe_groups",
            "handle_delete_groups", "handle_offset_delete", "handle_offset_commit", "handle_offset_fetch",
-           "handle_init_producer_id", "GROUP_RANGES"]
+           "GROUP_RANGES"]
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 def _groups(ctx):
@@ -40,12 +41,15 @@ def _client_host(ctx) -> str:
 
 
 def handle_find_coordinator(ctx, req):
-    if req.key_type != GROUP_KEY_TYPE:
-        # no transaction coordinator: a fatal answer beats clients retrying forever
+    svc = ctx.broker.group_coordination()          # make sure the coordinators are up (and loading)
+    if req.key_type == TRANSACTION_KEY_TYPE and svc.transaction_coordinator() is None:
+        # cluster mode serves no transactions yet: a fatal answer beats clients retrying forever
         code = errors.TransactionalIdAuthorizationFailedError.code
-        return ctx.response(error_code=code, error_message="transactions are not supported",
+        return ctx.response(error_code=code, error_message="transactions are not served in cluster mode yet",
                             node_id=-1, host="", port=-1)
-    svc = ctx.broker.group_coordination()          # make sure the group coordinator is up (and loading)
+    if req.key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+        return ctx.response(error_code=errors.InvalidRequestError.code,
+                            error_message=f"unknown key type {req.key_type}", node_id=-1, host="", port=-1)
     if ctx.broker.cluster is not None:
         return _cluster_coordinator(ctx, svc, req.key)
     host, port = ctx.broker.endpoint(ctx.listener)
@@ -195,14 +199,6 @@ def handle_offset_delete(ctx, req):
             for p in t.partitions]) for t in req.topics] if not code else [])
 
 
-def handle_init_producer_id(ctx, req):
-    if req.transactional_id is not None:
-        return ctx.response(throttle_time_ms=0, producer_id=-1, producer_epoch=-1,
-                            error_code=errors.TransactionalIdAuthorizationFailedError.code)
-    pid = ctx.broker.group_coordination().producer_ids.next_id()
-    return ctx.response(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
-
-
 def _ranges():
     return {
         ApiKey.OFFSET_COMMIT: (handle_offset_commit, 0, 7),
@@ -216,8 +212,6 @@ def _ranges():
         ApiKey.DESCRIBE_GROUPS: (handle_describe_groups, 0, 4),
         ApiKey.DELETE_GROUPS: (handle_delete_groups, 0, 1),
         ApiKey.OFFSET_DELETE: (handle_offset_delete, 0, 0),
-        # idempotent producer: Log.append checks sequences (log/producer_state.py)
-        ApiKey.INIT_PRODUCER_ID: (handle_init_producer_id, 0, 1),
     }
 
 

@@ -1,7 +1,8 @@
 """ListOffsets: v0 is the seeds' ``getOffsetsBefore`` (segment base offsets, newest first, up to
 ``max_num_offsets``); v1+ answer one (timestamp, offset) per partition.
 
-Special timestamps: -1 latest (the high watermark), -2 earliest (the log start offset); any
+Special timestamps: -1 latest (the high watermark; with isolation_level READ_COMMITTED, v2+,
+the last stable offset), -2 earliest (the log start offset); any
 other value finds the first record with a timestamp at or after it (offset -1 and timestamp -1
 when there is none, as Kafka answers).
 """
@@ -13,10 +14,14 @@ from .failure import failure
 
 __all__ = ["handle_list_offsets"]
 
+LATEST = -1
+READ_COMMITTED = 1
+
 
 def handle_list_offsets(ctx, req):
     topics = ctx.broker.topics
     version = ctx.version
+    committed = version >= 2 and req.isolation_level == READ_COMMITTED
     cls = ctx.codec.api.response
     out = []
     for t in req.topics:
@@ -34,6 +39,9 @@ def handle_list_offsets(ctx, req):
                     if p.max_num_offsets < 0:
                         raise errors.InvalidRequestError("max_num_offsets is negative")
                     kw["old_style_offsets"] = lg.offsets_before(p.timestamp, p.max_num_offsets)
+                elif p.timestamp == LATEST and committed:
+                    kw["offset"] = lg.last_stable_offset
+                    kw["leader_epoch"] = 0
                 else:
                     found = lg.offset_for_timestamp(p.timestamp)
                     if found is not None:

@@ -1,0 +1,158 @@
+"""InitProducerId and the transaction APIs: requests translated to :class:`TransactionCoordinator`
+calls (and TxnOffsetCommit to the group coordinator, WriteTxnMarkers to the partitions' logs).
+
+Older versions cannot read PRODUCER_FENCED (90): InitProducerId below v4 and the others below
+v2 get INVALID_PRODUCER_EPOCH (47) instead, as Kafka answers them.
+
+Example (a transactional producer's requests)::
+
+    FindCoordinator(key="app-1", key_type=1)   -> this broker
+    InitProducerId("app-1", 60000)             -> producer id 1000, epoch 0
+    AddPartitionsToTxn("app-1", 1000, 0, t-0)  -> ok; then Produce to t-0 (transactional batches)
+    EndTxn("app-1", 1000, 0, committed=True)   -> ok: markers written, read_committed sees t-0
+"""
+from __future__ import annotations
+
+from fastkafka import errors
+from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata
+from fastkafka.coordinator.coordinator import wall_clock_ms
+from fastkafka.protocol import ApiKey
+
+from ..txn_markers import write_marker
+
+__all__ = ["TRANSACTION_RANGES", "handle_init_producer_id", "handle_add_partitions_to_txn",
+           "handle_add_offsets_to_txn", "handle_end_txn", "handle_txn_offset_commit",
+           "handle_write_txn_markers"]
+
+_FENCED = errors.ProducerFencedError.code
+_OLD_FENCED = errors.InvalidProducerEpochError.code
+
+
+def _for_version(code: int, version: int, first_fenced: int) -> int:
+    return _OLD_FENCED if code == _FENCED and version < first_fenced else code
+
+
+def _coordinator(ctx):
+    """The transaction coordinator, or None where transactions are not served (cluster mode)."""
+    return ctx.broker.group_coordination().transaction_coordinator()
+
+
+_NOT_SERVED = errors.TransactionalIdAuthorizationFailedError.code
+
+
+def handle_init_producer_id(ctx, req):
+    svc = ctx.broker.group_coordination()
+    if req.transactional_id is None:       # idempotent only: a fresh producer id
+        return ctx.response(throttle_time_ms=0, error_code=0, producer_id=svc.producer_ids.next_id(),
+                            producer_epoch=0)
+    tc = svc.transaction_coordinator()
+    if tc is None:
+        return ctx.response(throttle_time_ms=0, error_code=_NOT_SERVED)
+    code, pid, epoch = tc.init_producer_id(req.transactional_id, req.transaction_timeout_ms,
+                                           req.producer_id, req.producer_epoch)
+    return ctx.response(throttle_time_ms=0, error_code=_for_version(code, ctx.version, 4),
+                        producer_id=pid, producer_epoch=epoch)
+
+
+def handle_add_partitions_to_txn(ctx, req):
+    topics = req.v3_and_below_topics
+    wanted = {(t.name, p) for t in topics for p in t.partitions}
+    unknown = {tp for tp in wanted if not _exists(ctx, *tp)}
+    tc = _coordinator(ctx)
+    if tc is None:
+        codes = dict.fromkeys(wanted, _NOT_SERVED)
+    elif unknown:       # nothing is added: the known ones were not attempted
+        codes = {tp: errors.UnknownTopicOrPartitionError.code if tp in unknown
+                 else errors.OperationNotAttemptedError.code for tp in wanted}
+    else:
+        code = tc.add_partitions(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                                 req.v3_and_below_producer_epoch, wanted)
+        codes = dict.fromkeys(wanted, _for_version(code, ctx.version, 2))
+    cls = ctx.codec.api.response
+    result = cls.ResultsByTopicV3AndBelow
+    return cls(throttle_time_ms=0, results_by_topic_v3_and_below=[
+        result(name=t.name, results_by_partition=[
+            result.ResultsByPartition(partition_index=p, partition_error_code=codes[(t.name, p)])
+            for p in t.partitions]) for t in topics])
+
+
+def handle_add_offsets_to_txn(ctx, req):
+    svc = ctx.broker.group_coordination()
+    tc = svc.transaction_coordinator()
+    if tc is None:
+        return ctx.response(throttle_time_ms=0, error_code=_NOT_SERVED)
+    partition = svc.groups.manager.partition_for(req.group_id)
+    code = tc.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                             {(OFFSETS_TOPIC, partition)})
+    return ctx.response(throttle_time_ms=0, error_code=_for_version(code, ctx.version, 2))
+
+
+def handle_end_txn(ctx, req):
+    tc = _coordinator(ctx)
+    if tc is None:
+        return ctx.response(throttle_time_ms=0, error_code=_NOT_SERVED)
+    code = tc.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed)
+    return ctx.response(throttle_time_ms=0, error_code=_for_version(code, ctx.version, 2))
+
+
+def handle_txn_offset_commit(ctx, req):
+    now = wall_clock_ms()
+    offsets, codes = {}, {}
+    for t in req.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if not _exists(ctx, *tp):
+                codes[tp] = errors.UnknownTopicOrPartitionError.code
+                continue
+            offsets[tp] = OffsetAndMetadata(p.committed_offset, p.committed_metadata, now, None,
+                                            p.committed_leader_epoch)
+    if offsets:
+        got = ctx.broker.group_coordination().groups.txn_commit_offsets(
+            req.group_id, req.producer_id, req.producer_epoch, offsets, req.member_id,
+            req.generation_id, req.group_instance_id)
+        codes.update({tp: _for_version(c, ctx.version, 2) for tp, c in got.items()})
+    cls = ctx.codec.api.response
+    return cls(throttle_time_ms=0, topics=[
+        cls.Topics(name=t.name, partitions=[
+            cls.Topics.Partitions(partition_index=p.partition_index,
+                                  error_code=codes[(t.name, p.partition_index)])
+            for p in t.partitions]) for t in req.topics])
+
+
+def handle_write_txn_markers(ctx, req):
+    """From a transaction coordinator: write each marker at this broker's led partitions."""
+    broker = ctx.broker
+    groups = broker.group_coordination().groups
+    cls = ctx.codec.api.response
+    out = []
+    for m in req.markers:
+        topics = []
+        for t in m.topics:
+            parts = []
+            for p in t.partition_indexes:
+                code = 0
+                try:
+                    write_marker(broker.topics, broker.replicas, groups, t.name, p, m.producer_id,
+                                 m.producer_epoch, m.coordinator_epoch, m.transaction_result)
+                except errors.KafkaError as e:
+                    code = e.code
+                parts.append(cls.Markers.Topics.Partitions(partition_index=p, error_code=code))
+            topics.append(cls.Markers.Topics(name=t.name, partitions=parts))
+        out.append(cls.Markers(producer_id=m.producer_id, topics=topics))
+    return cls(markers=out)
+
+
+def _exists(ctx, topic: str, partition: int) -> bool:
+    info = ctx.broker.topics.get(topic)
+    return info is not None and 0 <= partition < info.partitions
+
+
+# api key -> (handler, min version, max version), merged into the dispatch table's RANGES.
+TRANSACTION_RANGES = {
+    ApiKey.INIT_PRODUCER_ID: (handle_init_producer_id, 0, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (handle_add_partitions_to_txn, 0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (handle_add_offsets_to_txn, 0, 3),
+    ApiKey.END_TXN: (handle_end_txn, 0, 3),
+    ApiKey.WRITE_TXN_MARKERS: (handle_write_txn_markers, 0, 1),
+    ApiKey.TXN_OFFSET_COMMIT: (handle_txn_offset_commit, 0, 3),
+}
