@@ -74,6 +74,10 @@ CLIENT_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("max.in.flight.requests.per.connection", INT, 5, at_least(1), "Unacknowledged requests per broker."),
     _k("enable.idempotence", BOOLEAN, True, None,
        "Ask for a producer id and sequence batches (only if the broker offers InitProducerId)."),
+    _k("transactional.id", STRING, None, None, "Makes the producer transactional (begin_transaction, "
+       "commit_transaction, ...); needs enable.idempotence and acks=all."),
+    _k("transaction.timeout.ms", INT, 60_000, at_least(1), "The coordinator aborts a transaction open "
+       "longer than this."),
     _k("partitioner.class", _any, "murmur2", None,
        "murmur2 (Java's), hash (the seeds' hash(key) % n), random, or a Partitioner."),
     _k("serializer.class", _any, None, None, "Encoder for values (to_message(obj) -> bytes)."),

@@ -96,7 +96,8 @@ class Cluster:
 
     # -- connections --------------------------------------------------------------------
 
-    def _new_connection(self, host: str, port: int, node_id: int = -1) -> BrokerConnection:
+    def new_connection(self, host: str, port: int, node_id: int = -1) -> BrokerConnection:
+        """A connection of this client's settings that nothing else shares (not yet connected)."""
         c = self.config
         return BrokerConnection(host, port, node_id=node_id, client_id=c["client.id"],
                                 request_timeout_ms=c["request.timeout.ms"],
@@ -112,7 +113,7 @@ class Cluster:
                 b = self.brokers.get(node_id)
                 if b is None:
                     raise errors.BrokerNotAvailableError(f"no broker with id {node_id}")
-                conn = self._new_connection(b.host, b.port, node_id)
+                conn = self.new_connection(b.host, b.port, node_id)
             conn.connect()
             self._conns[node_id] = conn
         return conn
@@ -130,7 +131,7 @@ class Cluster:
         candidates += [(h, p, -1) for h, p in self.bootstrap]
         last: Exception | None = None
         for host, port, node in candidates:
-            conn = self._new_connection(host, port, node)
+            conn = self.new_connection(host, port, node)
             try:
                 conn.connect()
             except errors.KafkaError as e:

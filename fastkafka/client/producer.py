@@ -34,10 +34,11 @@ from typing import Any, Iterable
 from fastkafka import errors
 
 from .accumulator import RecordAccumulator
-from .config import ClientConfig
+from .config import ClientConfig, ConfigException
 from .metadata import Cluster
 from .partitioner import Murmur2Partitioner, get_partitioner, murmur2_partition
 from .sender import RecordMetadata, Sender
+from .transactions import TransactionManager
 
 __all__ = ["Producer", "ProducerData", "Encoder", "DefaultEncoder", "StringEncoder",
            "CallbackHandler", "RecordMetadata"]
@@ -147,6 +148,13 @@ class Producer:
         self._nparts: dict[str, tuple[int, int]] = {}   # topic -> (cluster.generation, count)
         self._sticky: dict[str, int] = {}                # topic -> partition for null keys
         self.sender = Sender(self.cluster, self.callbacks)
+        self.transactions: TransactionManager | None = None
+        if c["transactional.id"] is not None:
+            if c["acks"] != -1 or not c["enable.idempotence"]:
+                raise ConfigException("transactional.id needs enable.idempotence=true and acks=all")
+            self.transactions = TransactionManager(
+                self.cluster, self.sender, c["transactional.id"], c["transaction.timeout.ms"],
+                request_timeout_ms=c["request.timeout.ms"], backoff_s=c["retry.backoff.ms"] / 1000)
         self.is_async = c["producer.type"] == "async"
         self._lock = threading.Lock()          # sync mode: one send at a time on the wire
         self._errors: list[BaseException] = []
@@ -162,7 +170,7 @@ class Producer:
         # send()'s one-record shortcut needs nothing but bytes to be queued: no encoder to
         # run, no hook to call, a queue to put the record in.
         self._fast = (self.is_async and self.encoder is None and self.key_encoder is None
-                      and self.callbacks is None)
+                      and self.callbacks is None and self.transactions is None)
 
     def __enter__(self):
         return self
@@ -204,6 +212,8 @@ class Producer:
                 self.callbacks.on_enqueue(pd)
             if not recs:
                 continue
+            if self.transactions is not None:
+                self.transactions.add_partitions((tp,))
             if self.is_async:
                 self.accumulator.append(tp, recs, nbytes)
             else:
@@ -231,8 +241,62 @@ class Producer:
                 self.accumulator.close()
                 self._thread.join(timeout)
         finally:
+            if self.transactions is not None:
+                self.transactions.close()
             self.cluster.close()
         self._raise_errors()
+
+    # -- transactions (transactional.id) ------------------------------------------------------
+
+    def init_transactions(self) -> None:
+        """Get this ``transactional.id``'s producer id and epoch: earlier producers with the id
+        are fenced and their open transaction aborted. Call once, before the first transaction.
+
+        Example (one consume-transform-produce step against an embedded broker)::
+
+            >>> import tempfile
+            >>> from fastkafka.config import KafkaConfig
+            >>> from fastkafka.server.broker import Broker
+            >>> b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0",
+            ...                         "log.dirs": tempfile.mkdtemp()}))
+            >>> b.startup(); _ = b.topics.create("out", 1); _ = b.topics.create("in", 1)
+            >>> p = Producer({"bootstrap.servers": f"127.0.0.1:{b.port}", "transactional.id": "tx"})
+            >>> p.init_transactions()
+            >>> p.begin_transaction()
+            >>> _ = p.send(ProducerData("out", b"k", [b"v1", b"v2"]))
+            >>> p.send_offsets_to_transaction({("in", 0): 7}, "etl")
+            >>> p.commit_transaction()     # the records, then the COMMIT marker at offset 2
+            >>> b.topics.log("out", 0).last_stable_offset
+            3
+            >>> p.close(); b.shutdown()
+        """
+        self._txn().init()
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: sends until commit or abort belong to it."""
+        self._txn().begin()
+
+    def send_offsets_to_transaction(self, offsets: dict[tuple[str, int], int], group_id: str) -> None:
+        """Commit ``group_id``'s ``{(topic, partition): next offset}`` with this transaction."""
+        self._txn().send_offsets(offsets, group_id)
+
+    def commit_transaction(self) -> None:
+        """Flush, then commit: read_committed consumers see the transaction's records."""
+        self.flush()
+        self._txn().end(True)
+
+    def abort_transaction(self) -> None:
+        """Flush, then abort: the transaction's records and offsets are never visible to
+        read_committed consumers."""
+        try:
+            self.flush()
+        finally:
+            self._txn().end(False)
+
+    def _txn(self) -> TransactionManager:
+        if self.transactions is None:
+            raise errors.InvalidTxnStateError("the producer has no transactional.id")
+        return self.transactions
 
     def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (fetching metadata if needed)."""

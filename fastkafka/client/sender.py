@@ -99,6 +99,15 @@ class Sender:
         self.producer_epoch = -1
         self._sequences: dict[tuple[str, int], int] = collections.defaultdict(int)
         self._pid_checked = False
+        self.transactional_id: str | None = None     # set by a TransactionManager
+
+    def set_producer(self, producer_id: int, producer_epoch: int, transactional_id: str) -> None:
+        """A transactional producer's id and epoch (from its coordinator): its batches are
+        transactional from now on, sequences restart at 0."""
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self.transactional_id = transactional_id
+        self._sequences.clear()
+        self._pid_checked = True
 
     # -- producer id ----------------------------------------------------------------------
 
@@ -133,7 +142,8 @@ class Sender:
             self._sequences[tp] = (seq + len(recs)) & 0x7FFFFFFF
             data = records.build_batch(recs, compression=self.codec, compression_level=self.level,
                                        producer_id=self.producer_id,
-                                       producer_epoch=self.producer_epoch, base_sequence=seq)
+                                       producer_epoch=self.producer_epoch, base_sequence=seq,
+                                       is_transactional=self.transactional_id is not None)
         else:
             data = records.build_batch(recs, compression=self.codec, compression_level=self.level)
         return _Batch(tp, len(recs), data)
@@ -154,7 +164,7 @@ class Sender:
         finish_batch(buf, record_count=enc.count, last_offset_delta=enc.last_offset_delta,
                      base_timestamp=enc.base_timestamp, max_timestamp=enc.max_timestamp,
                      compression=self.codec, producer_id=pid, producer_epoch=epoch,
-                     base_sequence=seq)
+                     base_sequence=seq, is_transactional=self.transactional_id is not None)
         return _Batch(tp, enc.count, buf)
 
     def send(self, chunks: list) -> list[tuple[tuple[str, int], int, RecordMetadata | None,
@@ -256,7 +266,7 @@ class Sender:
         topics: dict[str, list] = {}
         for b in req:
             topics.setdefault(b.tp[0], []).append({"index": b.tp[1], "records": b.data})
-        body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.timeout_ms,
+        body = {"transactional_id": self.transactional_id, "acks": self.acks, "timeout_ms": self.timeout_ms,
                 "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()]}
         version = conn.version(ApiKey.PRODUCE, at_least=3)  # v3+ carries record batches v2
         if self.acks == 0:

@@ -1,0 +1,135 @@
+"""Transactions' cost (issue 15's benchmarks), each figure against its limit in the same run.
+
+* Transactional produce: confluent-kafka with ``transactional.id``, 1,000 records of 1 KB per
+  transaction (begin, produce, commit), against the same client idempotent (enable.idempotence,
+  acks=all) producing the same records. Target >= 0.7x.
+* read_committed fetch: a confluent-kafka consumer with ``isolation.level=read_committed`` reading
+  a topic where 10% of the transactions were aborted, against ``read_uncommitted`` reading the same
+  topic (it returns more records: the figure is bytes of the log per second). Target >= 0.9x.
+
+One ``fastkafka serve`` process on this machine; the compared things alternate within each round.
+
+    python bench/bench_transactions.py [--rounds 3] [--mb 64]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server")]
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from brokers import free_port, serve_process, wait_listening  # noqa: E402
+
+VALUE = 1000
+PER_TXN = 1000
+
+
+def create(bootstrap: str, topic: str) -> None:
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    for f in a.create_topics([NewTopic(topic, 1, 1)], operation_timeout=15).values():
+        f.result()
+
+
+def _produce_all(p: Producer, topic: str, n: int, value: bytes) -> None:
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value, partition=0)
+                break
+            except BufferError:
+                p.poll(0.01)
+
+
+def idempotent(bootstrap: str, topic: str, n: int) -> float:
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    value = b"x" * VALUE
+    start = time.perf_counter()
+    for _ in range(0, n, PER_TXN):
+        _produce_all(p, topic, PER_TXN, value)
+    assert p.flush(300) == 0
+    return time.perf_counter() - start
+
+
+def transactional(bootstrap: str, topic: str, n: int, abort_every: int = 0) -> float:
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{uuid.uuid4()}",
+                  "linger.ms": 5})
+    p.init_transactions(30)
+    value = b"x" * VALUE
+    start = time.perf_counter()
+    for i in range(n // PER_TXN):
+        p.begin_transaction()
+        _produce_all(p, topic, PER_TXN, value)
+        if abort_every and i % abort_every == abort_every - 1:
+            p.abort_transaction(60)
+        else:
+            p.commit_transaction(60)
+    return time.perf_counter() - start
+
+
+def consume(bootstrap: str, topic: str, isolation: str, end: int) -> tuple[float, int]:
+    """Seconds to read partition 0 to ``end`` (the log end, markers included), records seen."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}",
+                  "isolation.level": isolation, "enable.auto.commit": False,
+                  "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 10 << 20})
+    c.assign([TopicPartition(topic, 0, 0)])
+    seen = 0
+    start = time.perf_counter()
+    while True:
+        msgs = c.consume(10000, 1.0)
+        seen += sum(1 for m in msgs if m.error() is None)
+        pos = c.position([TopicPartition(topic, 0)])[0].offset
+        if pos >= end:
+            break
+    took = time.perf_counter() - start
+    c.close()
+    return took, seen
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--mb", type=int, default=64)
+    args = ap.parse_args()
+    n = args.mb * (1 << 20) // VALUE // PER_TXN * PER_TXN
+    port = free_port()
+    data = tempfile.mkdtemp(prefix="bench-txn-")
+    proc = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                         "--override", f"log.dirs={data}", "--log-level", "WARNING")
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        wait_listening(port, proc)
+        print(f"{n} records of {VALUE} B, {PER_TXN} per transaction")
+        for r in range(args.rounds):
+            t_idem, t_txn = f"idem-{r}", f"txn-{r}"
+            create(bootstrap, t_idem)
+            create(bootstrap, t_txn)
+            a = idempotent(bootstrap, t_idem, n)
+            b = transactional(bootstrap, t_txn, n)
+            mib = n * VALUE / (1 << 20)
+            print(f"round {r}: produce idempotent {mib / a:7.1f} MiB/s  transactional "
+                  f"{mib / b:7.1f} MiB/s  ratio {a / b:.2f}x")
+            t_mix = f"mixed-{r}"
+            create(bootstrap, t_mix)
+            transactional(bootstrap, t_mix, n, abort_every=10)
+            c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-end"})
+            end = c.get_watermark_offsets(TopicPartition(t_mix, 0), 10)[1]
+            c.close()
+            ru, n_ru = consume(bootstrap, t_mix, "read_uncommitted", end)
+            rc, n_rc = consume(bootstrap, t_mix, "read_committed", end)
+            assert n_rc == n - n // PER_TXN // 10 * PER_TXN and n_ru == n, (n_rc, n_ru)
+            print(f"round {r}: fetch read_uncommitted {mib / ru:7.1f} MiB/s  read_committed "
+                  f"{mib / rc:7.1f} MiB/s of log  ratio {ru / rc:.2f}x")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()
