@@ -203,6 +203,30 @@ class TransactionCoordinator:
         with self._lock:
             return self.transactions.get(transactional_id)
 
+    def describe_transaction(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
+        """DescribeTransactions: ``(error, metadata)``; TRANSACTIONAL_ID_NOT_FOUND for an unknown id."""
+        code = self._check_available(transactional_id)
+        t = None if code else self.describe(transactional_id)
+        if not code and t is None:
+            code = E.TransactionalIdNotFoundError.code
+        return code, t
+
+    def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+                          min_duration_ms: int = -1) -> tuple[list[str], list[TransactionMetadata]]:
+        """ListTransactions: ``(unknown state names, matching transactions)``; empty filters
+        match everything, ``min_duration_ms`` >= 0 keeps those open at least that long."""
+        wanted = set(states)
+        unknown = sorted(wanted - set(STATE_NAMES))
+        pids = set(producer_ids)
+        now = self.clock()
+        with self._lock:
+            found = [t for t in self.transactions.values()
+                     if self.partition_for(t.transactional_id) in self._loaded
+                     and (not wanted or t.state_name in wanted)
+                     and (not pids or t.producer_id in pids)
+                     and (min_duration_ms < 0 or (t.state == ONGOING and now - t.start_ms >= min_duration_ms))]
+        return unknown, sorted(found, key=lambda t: t.transactional_id)
+
     # --- persistence: a state is written before it is taken ---
     def _persist(self, t: TransactionMetadata, target: TransactionMetadata) -> int:
         """Write ``target`` (the next state of ``t``, which is pending) and take it; an error code
@@ -287,16 +311,21 @@ class TransactionCoordinator:
             return code, -1, -1
         return 0, t.producer_id, t.producer_epoch
 
+    def _producer_txn(self, transactional_id: str, producer_id: int, epoch: int
+                      ) -> tuple[int, TransactionMetadata | None]:
+        """Under the lock: the transaction a producer's request names, or the error it gets."""
+        code = self._check_available(transactional_id)
+        if code:
+            return code, None
+        t = self.transactions.get(transactional_id)
+        return _check_producer(t, producer_id, epoch), t
+
     # --- AddPartitionsToTxn / AddOffsetsToTxn ---
     def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                        partitions: PartitionSet) -> int:
         """Add ``partitions`` to the producer's transaction (beginning one); an error code."""
-        code = self._check_available(transactional_id)
-        if code:
-            return code
         with self._lock:
-            t = self.transactions.get(transactional_id)
-            code = _check_producer(t, producer_id, epoch)
+            code, t = self._producer_txn(transactional_id, producer_id, epoch)
             if code:
                 return code
             if t.state in (PREPARE_COMMIT, PREPARE_ABORT):
@@ -316,12 +345,8 @@ class TransactionCoordinator:
     def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> int:
         """Commit or abort the producer's transaction: Prepare written, markers written,
         Complete written, then the answer (0 or an error code)."""
-        code = self._check_available(transactional_id)
-        if code:
-            return code
         with self._lock:
-            t = self.transactions.get(transactional_id)
-            code = _check_producer(t, producer_id, epoch)
+            code, t = self._producer_txn(transactional_id, producer_id, epoch)
             if code:
                 return code
             done, prepared = (COMPLETE_COMMIT, PREPARE_COMMIT) if commit else (COMPLETE_ABORT, PREPARE_ABORT)

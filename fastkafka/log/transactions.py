@@ -19,8 +19,8 @@ Appender and producer state) and live here only to keep one job per file.
   dropped first and written again by the replay, so a crash between markers rebuilds the same
   index. A truncation reloads the state the same way (the index is truncated with its segment).
 
-Thread-safety: :meth:`append_marker`, :meth:`remove_expired_producers`, :meth:`active_producers`
-and :meth:`describe_producers` take the Log's lock (the loaders run under it);
+Thread-safety: :meth:`append_marker`, :meth:`remove_expired_producers` and
+:meth:`describe_producers` take the Log's lock (the loaders run under it);
 :attr:`last_stable_offset`, :attr:`first_unstable_offset` and :meth:`aborted_transactions` are
 lock-free, like ``Log.read``.
 
@@ -169,13 +169,6 @@ class TransactionalLog:
         state sees every append; recovery rebuilds it from snapshots and the log)."""
         with self._lock:
             return self.producer_state.last_offsets()
-
-    def active_producers(self) -> list[tuple[int, int, int, int]]:
-        """``(producer_id, epoch, last_sequence, last_timestamp)`` of each producer this
-        partition remembers. Thread-safe."""
-        with self._lock:
-            return [(e.producer_id, e.epoch, e.last_seq, e.last_timestamp)
-                    for e in self.producer_state.active()]
 
     def describe_producers(self) -> list[ActiveProducer]:
         """Each producer this partition remembers, with its transaction (DescribeProducers).

@@ -61,6 +61,8 @@ class ApiKey:
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 API_NAMES: dict[int, str] = {key: api.name for key, api in sorted(APIS.items())}

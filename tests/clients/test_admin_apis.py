@@ -184,3 +184,57 @@ def test_describe_producers_lists_idempotent_producers(broker, kadmin):
     finally:
         conn.close()
     assert resp.topics[0].partitions[0].error_code == 3
+
+
+def test_describe_producers_shows_an_open_transaction(broker, kadmin):
+    from confluent_kafka import Producer
+    kadmin.create_topics([KNewTopic("txd", 1, 1)])
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    plain.produce("txd", b"before", partition=0)
+    assert plain.flush(20) == 0
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "txd-1", "linger.ms": 0})
+    p.init_transactions(20)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce("txd", b"t%d" % i, partition=0)
+    assert p.flush(20) == 0
+
+    def producer():
+        (prod,) = kadmin.describe_producers([TopicPartition("txd", 0)])[TopicPartition("txd", 0)].active_producers
+        return prod
+    open_ = producer()
+    assert (open_.current_transaction_start_offset, open_.last_sequence) == (1, 2)
+    p.commit_transaction(20)
+    done = producer()
+    assert done.current_transaction_start_offset == -1 and done.coordinator_epoch >= 0
+
+
+def test_list_and_describe_transactions_with_kafka_pythons_admin(broker, kadmin):
+    from confluent_kafka import Producer
+    kadmin.create_topics([KNewTopic("txl", 2, 1)])
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "txl-open", "linger.ms": 0})
+    p.init_transactions(20)
+    p.begin_transaction()
+    p.produce("txl", b"x", partition=1)
+    assert p.flush(20) == 0
+    done = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "txl-done"})
+    done.init_transactions(20)
+    done.begin_transaction()
+    done.produce("txl", b"y", partition=0)
+    done.commit_transaction(20)
+
+    listed = {t.transactional_id: t.state.value for rows in kadmin.list_transactions().values()
+              for t in rows}
+    assert listed == {"txl-open": "Ongoing", "txl-done": "CompleteCommit"}
+    ongoing = [t.transactional_id for rows in kadmin.list_transactions(state_filters=["Ongoing"]).values()
+               for t in rows]
+    assert ongoing == ["txl-open"]
+    d = kadmin.describe_transactions(["txl-open", "txl-done"])
+    assert d["txl-open"].state.value == "Ongoing"
+    assert {(tp.topic, tp.partition) for tp in d["txl-open"].topic_partitions} == {("txl", 1)}
+    assert d["txl-open"].transaction_start_time_ms > 0
+    assert d["txl-done"].topic_partitions == set() or not d["txl-done"].topic_partitions
+    with pytest.raises(Exception) as e:
+        kadmin.describe_transactions(["nobody"])
+    assert "TRANSACTIONAL_ID_NOT_FOUND" in repr(e.value) or "TransactionalIdNotFound" in repr(e.value)
+    p.abort_transaction(20)

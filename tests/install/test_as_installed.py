@@ -118,7 +118,7 @@ def test_readme_from_a_plain_install(plain, tmp_path):
     blocks = readme_blocks()
     shells = [code for lang, code in blocks if lang == "sh"]
     pythons = [code for lang, code in blocks if lang == "python"]
-    assert len(shells) == 3 and len(pythons) == 2, "README's blocks changed: update this test's mapping"
+    assert len(shells) == 3 and len(pythons) == 3, "README's blocks changed: update this test's mapping"
     assert all(line.startswith("make ") for line in shells[0].strip().splitlines())
     served = Served(plain, tmp_path)
     try:
@@ -143,6 +143,13 @@ def test_readme_from_a_plain_install(plain, tmp_path):
         py.kill()
         _, err = py.communicate(timeout=10)
         assert sorted(line[2] for line in got) == ["b'o1'", "b'o2'"], (got, err[-2000:])
+        # a transaction: its record and the group's offset are committed together
+        txn = subprocess.run([str(plain / "python"), "-c",
+                              pythons[1].replace("127.0.0.1:9092", served.bootstrap)],
+                             cwd=tmp_path, capture_output=True, text=True, env=python_env(), timeout=60)
+        assert txn.returncode == 0, txn.stderr[-2000:]
+        out = shell("fastkafka groups -b 127.0.0.1:9092 describe etl", plain, served, tmp_path)
+        assert any(line.split()[:3] == ["orders", "0", "2"] for line in out.splitlines()), out
     finally:
         served.stop()
 

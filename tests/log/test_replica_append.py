@@ -59,7 +59,7 @@ def test_corrupt_bytes_from_the_leader_are_refused(make_log):
 def test_producer_state_is_rebuilt_from_the_copied_batches(make_log):
     lg = make_log()
     lg.append_as_follower(leader_batch(0, 3, 0, producer_id=42, producer_epoch=1, base_sequence=0))
-    assert lg.active_producers()[0][:3] == (42, 1, 2)
+    assert lg.describe_producers()[0][:3] == (42, 1, 2)
     # the follower, once leader, answers the producer's retry of that batch as a duplicate
     retry = bytearray(build_batch([(b"k%d" % i, b"v%d" % i, [], 1000 + i) for i in range(3)],
                                   producer_id=42, producer_epoch=1, base_sequence=0))

@@ -17,7 +17,8 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Descr
            "OffsetForLeaderEpoch": 3,   # replication (issue 14): followers truncate by epoch
            # transactions (issue 15); InitProducerId 2+ (flexible) and 3+ (KIP-360 epoch bumps)
            "InitProducerId": 4, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 3, "EndTxn": 3,
-           "WriteTxnMarkers": 1, "TxnOffsetCommit": 3}
+           "WriteTxnMarkers": 1, "TxnOffsetCommit": 3, "DescribeTransactions": 0,
+           "ListTransactions": 1}
 
 
 def test_declared_ranges_are_the_design_ranges():

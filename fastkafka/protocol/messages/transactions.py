@@ -98,3 +98,35 @@ TXN_OFFSET_COMMIT = declare(28, "TxnOffsetCommit", max_version=3, first_flexible
         partition_index      int32   <partition_index
         error_code           int16
 """)
+
+# KIP-664: what kafka-transactions.sh lists and describes (flexible from v0)
+DESCRIBE_TRANSACTIONS = declare(65, "DescribeTransactions", max_version=0, first_flexible=0, request="""
+    transactional_ids        []string
+""", response="""
+    throttle_time_ms         int32
+    transaction_states       []      <transactional_ids
+      error_code             int16
+      transactional_id       string  <.
+      transaction_state      string
+      transaction_timeout_ms int32
+      transaction_start_time_ms int64 =-1
+      producer_id            int64   =-1
+      producer_epoch         int16   =-1
+      topics                 []
+        topic                string
+        partitions           []int32
+""")
+
+LIST_TRANSACTIONS = declare(66, "ListTransactions", max_version=1, first_flexible=0, request="""
+    state_filters            []string
+    producer_id_filters      []int64
+    duration_filter          int64   v1+  =-1
+""", response="""
+    throttle_time_ms         int32
+    error_code               int16
+    unknown_state_filters    []string
+    transaction_states       []
+      transactional_id       string
+      producer_id            int64
+      transaction_state      string
+""")

@@ -4,8 +4,8 @@ DescribeCluster answers what Metadata answers about brokers and the controller, 
 cluster's authorized operations when asked. DescribeLogDirs lists each ``log.dirs`` entry with
 the size of every partition in it (``offset_lag`` 0 and no future replicas: nothing moves
 between directories here) and, from v4, the file system's total and usable bytes.
-DescribeProducers lists the idempotent producers each partition's leader remembers (no
-transactions yet: coordinator epoch and transaction start stay -1). The ACL APIs
+DescribeProducers lists the producers each partition's leader remembers, with the coordinator
+epoch of their last marker and the first offset of their open transaction (-1: none). The ACL APIs
 answer SECURITY_DISABLED, Kafka's answer when no authorizer is configured.
 """
 from __future__ import annotations
@@ -73,14 +73,13 @@ def handle_describe_log_dirs(ctx, req):
 
 def _partition_producers(topics, name: str, p: int) -> dict:
     try:
-        active = topics.log(name, p).active_producers()
+        active = topics.log(name, p).describe_producers()
     except Exception as e:
         code, msg = failure(e, "producers of %s-%d", name, p)
         return {"partition_index": p, "error_code": code, "error_message": msg,
                 "active_producers": []}
-    return {"partition_index": p, "error_code": 0, "active_producers": [
-        {"producer_id": pid, "producer_epoch": epoch, "last_sequence": seq, "last_timestamp": ts}
-        for pid, epoch, seq, ts in active]}
+    return {"partition_index": p, "error_code": 0,
+            "active_producers": [a._asdict() for a in active]}
 
 
 def handle_describe_producers(ctx, req):

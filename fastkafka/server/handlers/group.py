@@ -25,7 +25,7 @@ from ..dispatch import DELAYED
 __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", "handle_heartbeat",
            "handle_leave_group", "handle_list_groups", "handle_describe_groups",
            "handle_delete_groups", "handle_offset_delete", "handle_offset_commit", "handle_offset_fetch",
-           "GROUP_RANGES"]
+           "GROUP_RANGES", "commit_response", "partition_exists"]
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -134,7 +134,7 @@ def handle_delete_groups(ctx, req):
                results=[cls.Results(group_id=g, error_code=result[g]) for g in req.groups_names])
 
 
-def _partition_exists(ctx, topic: str, partition: int) -> bool:
+def partition_exists(ctx, topic: str, partition: int) -> bool:
     info = ctx.broker.topics.get(topic)
     return info is not None and 0 <= partition < info.partitions
 
@@ -148,7 +148,7 @@ def handle_offset_commit(ctx, req):
     for t in req.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if not _partition_exists(ctx, *tp):
+            if not partition_exists(ctx, *tp):
                 codes[tp] = errors.UnknownTopicOrPartitionError.code
                 continue
             ts = p.commit_timestamp if v == 1 and p.commit_timestamp >= 0 else now
@@ -160,6 +160,11 @@ def handle_offset_commit(ctx, req):
         generation = req.generation_id_or_member_epoch if v >= 1 else -1
         codes.update(_groups(ctx).commit_offsets(req.group_id, req.member_id if v >= 1 else "",
                                                  generation, offsets, req.group_instance_id))
+    return commit_response(ctx, req, codes)
+
+
+def commit_response(ctx, req, codes: dict) -> object:
+    """OffsetCommit's and TxnOffsetCommit's answer: a code per partition the request named."""
     cls = ctx.codec.api.response
     return cls(throttle_time_ms=0, topics=[
         cls.Topics(name=t.name, partitions=[

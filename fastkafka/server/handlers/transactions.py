@@ -1,4 +1,5 @@
-"""InitProducerId and the transaction APIs: requests translated to :class:`TransactionCoordinator`
+"""InitProducerId, the transaction APIs and KIP-664's DescribeTransactions / ListTransactions:
+requests translated to :class:`TransactionCoordinator`
 calls (and TxnOffsetCommit to the group coordinator, WriteTxnMarkers to the partitions' logs).
 
 Older versions cannot read PRODUCER_FENCED (90): InitProducerId below v4 and the others below
@@ -19,10 +20,11 @@ from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
 from ..txn_markers import write_marker
+from .group import commit_response, partition_exists
 
 __all__ = ["TRANSACTION_RANGES", "handle_init_producer_id", "handle_add_partitions_to_txn",
            "handle_add_offsets_to_txn", "handle_end_txn", "handle_txn_offset_commit",
-           "handle_write_txn_markers"]
+           "handle_write_txn_markers", "handle_describe_transactions", "handle_list_transactions"]
 
 _FENCED = errors.ProducerFencedError.code
 _OLD_FENCED = errors.InvalidProducerEpochError.code
@@ -57,7 +59,7 @@ def handle_init_producer_id(ctx, req):
 def handle_add_partitions_to_txn(ctx, req):
     topics = req.v3_and_below_topics
     wanted = {(t.name, p) for t in topics for p in t.partitions}
-    unknown = {tp for tp in wanted if not _exists(ctx, *tp)}
+    unknown = {tp for tp in wanted if not partition_exists(ctx, *tp)}
     tc = _coordinator(ctx)
     if tc is None:
         codes = dict.fromkeys(wanted, _NOT_SERVED)
@@ -101,7 +103,7 @@ def handle_txn_offset_commit(ctx, req):
     for t in req.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if not _exists(ctx, *tp):
+            if not partition_exists(ctx, *tp):
                 codes[tp] = errors.UnknownTopicOrPartitionError.code
                 continue
             offsets[tp] = OffsetAndMetadata(p.committed_offset, p.committed_metadata, now, None,
@@ -111,12 +113,7 @@ def handle_txn_offset_commit(ctx, req):
             req.group_id, req.producer_id, req.producer_epoch, offsets, req.member_id,
             req.generation_id, req.group_instance_id)
         codes.update({tp: _for_version(c, ctx.version, 2) for tp, c in got.items()})
-    cls = ctx.codec.api.response
-    return cls(throttle_time_ms=0, topics=[
-        cls.Topics(name=t.name, partitions=[
-            cls.Topics.Partitions(partition_index=p.partition_index,
-                                  error_code=codes[(t.name, p.partition_index)])
-            for p in t.partitions]) for t in req.topics])
+    return commit_response(ctx, req, codes)
 
 
 def handle_write_txn_markers(ctx, req):
@@ -142,9 +139,36 @@ def handle_write_txn_markers(ctx, req):
     return cls(markers=out)
 
 
-def _exists(ctx, topic: str, partition: int) -> bool:
-    info = ctx.broker.topics.get(topic)
-    return info is not None and 0 <= partition < info.partitions
+def handle_describe_transactions(ctx, req):
+    tc = _coordinator(ctx)
+    cls = ctx.codec.api.response
+    out = []
+    for tid in req.transactional_ids:
+        code, t = (_NOT_SERVED, None) if tc is None else tc.describe_transaction(tid)
+        if t is None:
+            out.append(cls.TransactionStates(error_code=code, transactional_id=tid, transaction_state=""))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in sorted(t.partitions):
+            by_topic.setdefault(topic, []).append(p)
+        out.append(cls.TransactionStates(
+            error_code=0, transactional_id=tid, transaction_state=t.state_name,
+            transaction_timeout_ms=t.timeout_ms, transaction_start_time_ms=t.start_ms,
+            producer_id=t.producer_id, producer_epoch=t.producer_epoch,
+            topics=[{"topic": topic, "partitions": ps} for topic, ps in by_topic.items()]))
+    return cls(throttle_time_ms=0, transaction_states=out)
+
+
+def handle_list_transactions(ctx, req):
+    tc = _coordinator(ctx)
+    if tc is None:
+        return ctx.response(throttle_time_ms=0, error_code=_NOT_SERVED)
+    unknown, found = tc.list_transactions(req.state_filters, req.producer_id_filters,
+                                          req.duration_filter)
+    return ctx.response(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
+                        transaction_states=[
+                            {"transactional_id": t.transactional_id, "producer_id": t.producer_id,
+                             "transaction_state": t.state_name} for t in found])
 
 
 # api key -> (handler, min version, max version), merged into the dispatch table's RANGES.
@@ -155,4 +179,6 @@ TRANSACTION_RANGES = {
     ApiKey.END_TXN: (handle_end_txn, 0, 3),
     ApiKey.WRITE_TXN_MARKERS: (handle_write_txn_markers, 0, 1),
     ApiKey.TXN_OFFSET_COMMIT: (handle_txn_offset_commit, 0, 3),
+    ApiKey.DESCRIBE_TRANSACTIONS: (handle_describe_transactions, 0, 0),
+    ApiKey.LIST_TRANSACTIONS: (handle_list_transactions, 0, 1),
 }
