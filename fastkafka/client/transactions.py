@@ -111,7 +111,7 @@ class TransactionManager:
             "v3_and_below_transactional_id": self.transactional_id,
             "v3_and_below_producer_id": s.producer_id, "v3_and_below_producer_epoch": s.producer_epoch,
             "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]},
-            code_of=_first_partition_error)
+            code_of=_add_partitions_error)
         self.partitions |= new
 
     def send_offsets(self, offsets: dict[tuple[str, int], int], group_id: str) -> None:
@@ -130,7 +130,7 @@ class TransactionManager:
         self._call(GROUP_KEY_TYPE, group_id, ApiKey.TXN_OFFSET_COMMIT, {
             **ident, "group_id": group_id,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]},
-            code_of=_first_partition_error)
+            code_of=_txn_offset_commit_error)
 
     def end(self, commit: bool) -> None:
         """EndTxn (the producer flushed first); a transaction that wrote nothing just ends."""
@@ -149,12 +149,12 @@ class TransactionManager:
         self._conns.clear()
 
 
-def _first_partition_error(resp) -> int:
-    """The first non-zero error of a per-partition answer (AddPartitionsToTxn, TxnOffsetCommit)."""
-    for t in getattr(resp, "results_by_topic_v3_and_below", None) or getattr(resp, "topics", ()):
-        for p in getattr(t, "results_by_partition", None) or getattr(t, "partitions", ()):
-            code = getattr(p, "partition_error_code", None)
-            code = p.error_code if code is None else code
-            if code:
-                return code
-    return 0
+def _add_partitions_error(resp) -> int:
+    """AddPartitionsToTxn's first partition error (0: none)."""
+    return next((p.partition_error_code for t in resp.results_by_topic_v3_and_below
+                 for p in t.results_by_partition if p.partition_error_code), 0)
+
+
+def _txn_offset_commit_error(resp) -> int:
+    """TxnOffsetCommit's first partition error (0: none)."""
+    return next((p.error_code for t in resp.topics for p in t.partitions if p.error_code), 0)

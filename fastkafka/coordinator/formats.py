@@ -107,7 +107,7 @@ def partition_for(group_id: str, num_partitions: int) -> int:
 
 # --- primitive writers/readers ---
 
-def _w_str(out: bytearray, s: str | None) -> None:
+def write_string(out: bytearray, s: str | None) -> None:
     if s is None:
         out += _I16.pack(-1)
         return
@@ -124,8 +124,9 @@ def _w_bytes(out: bytearray, b: bytes | None) -> None:
     out += b
 
 
-class _Reader:
-    """Bounds-checked cursor; any overrun is a CorruptRecordError (the record is skipped on load)."""
+class RecordReader:
+    """Bounds-checked cursor over a record of an internal topic (``__consumer_offsets``,
+    ``__transaction_state``); any overrun is a CorruptRecordError (the record is skipped on load)."""
 
     __slots__ = ("buf", "pos")
 
@@ -136,7 +137,7 @@ class _Reader:
     def _take(self, n: int) -> bytes:
         end = self.pos + n
         if n < 0 or end > len(self.buf):
-            raise errors.CorruptRecordError(f"__consumer_offsets record truncated at {self.pos}")
+            raise errors.CorruptRecordError(f"internal-topic record truncated at {self.pos}")
         b = self.buf[self.pos:end]
         self.pos = end
         return b
@@ -166,21 +167,21 @@ class _Reader:
 
 def offset_key(group: str, topic: str, partition: int) -> bytes:
     out = bytearray(_I16.pack(OFFSET_KEY_VERSION))
-    _w_str(out, group)
-    _w_str(out, topic)
+    write_string(out, group)
+    write_string(out, topic)
     out += _I32.pack(partition)
     return bytes(out)
 
 
 def group_key(group: str) -> bytes:
     out = bytearray(_I16.pack(GROUP_KEY_VERSION))
-    _w_str(out, group)
+    write_string(out, group)
     return bytes(out)
 
 
 def decode_key(buf) -> OffsetKey | GroupKey | None:
     """The key of a ``__consumer_offsets`` record; None for kinds we do not know (newer Kafka's)."""
-    r = _Reader(buf)
+    r = RecordReader(buf)
     version = r.i16()
     if version in (0, 1):
         return OffsetKey(r.str() or "", r.str() or "", r.i32())
@@ -196,20 +197,20 @@ def offset_value(om: OffsetAndMetadata) -> bytes:
     if om.expire_timestamp is not None:
         out = bytearray(_I16.pack(1))
         out += _I64.pack(om.offset)
-        _w_str(out, om.metadata)
+        write_string(out, om.metadata)
         out += _I64.pack(om.commit_timestamp)
         out += _I64.pack(om.expire_timestamp)
         return bytes(out)
     out = bytearray(_I16.pack(3))
     out += _I64.pack(om.offset)
     out += _I32.pack(om.leader_epoch)
-    _w_str(out, om.metadata)
+    write_string(out, om.metadata)
     out += _I64.pack(om.commit_timestamp)
     return bytes(out)
 
 
 def decode_offset_value(buf) -> OffsetAndMetadata:
-    r = _Reader(buf)
+    r = RecordReader(buf)
     version = r.i16()
     if not 0 <= version <= 4:
         raise errors.CorruptRecordError(f"unknown offset commit value version {version}")
@@ -227,19 +228,19 @@ def decode_offset_value(buf) -> OffsetAndMetadata:
 
 def group_value(g: GroupRecord, version: int = GROUP_VALUE_VERSION) -> bytes:
     out = bytearray(_I16.pack(version))
-    _w_str(out, g.protocol_type)
+    write_string(out, g.protocol_type)
     out += _I32.pack(g.generation_id)
-    _w_str(out, g.protocol_name)
-    _w_str(out, g.leader_id)
+    write_string(out, g.protocol_name)
+    write_string(out, g.leader_id)
     if version >= 2:
         out += _I64.pack(g.current_state_timestamp)
     out += _I32.pack(len(g.members))
     for m in g.members:
-        _w_str(out, m.member_id)
+        write_string(out, m.member_id)
         if version >= 3:
-            _w_str(out, m.group_instance_id)
-        _w_str(out, m.client_id)
-        _w_str(out, m.client_host)
+            write_string(out, m.group_instance_id)
+        write_string(out, m.client_id)
+        write_string(out, m.client_host)
         if version >= 1:
             out += _I32.pack(m.rebalance_timeout_ms)
         out += _I32.pack(m.session_timeout_ms)
@@ -249,7 +250,7 @@ def group_value(g: GroupRecord, version: int = GROUP_VALUE_VERSION) -> bytes:
 
 
 def decode_group_value(buf) -> GroupRecord:
-    r = _Reader(buf)
+    r = RecordReader(buf)
     version = r.i16()
     if not 0 <= version <= 3:
         raise errors.CorruptRecordError(f"unknown group metadata value version {version}")

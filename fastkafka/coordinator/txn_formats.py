@@ -27,7 +27,7 @@ import struct
 from typing import NamedTuple
 
 from .. import errors
-from .formats import _Reader, _w_str
+from .formats import RecordReader, write_string
 
 __all__ = ["TxnRecord", "txn_key", "txn_value", "decode_txn_key", "decode_txn_value", "EMPTY",
            "ONGOING", "PREPARE_COMMIT", "PREPARE_ABORT", "COMPLETE_COMMIT", "COMPLETE_ABORT", "DEAD",
@@ -56,13 +56,13 @@ class TxnRecord(NamedTuple):
 
 def txn_key(transactional_id: str) -> bytes:
     out = bytearray(struct.pack(">h", _KEY_VERSION))
-    _w_str(out, transactional_id)
+    write_string(out, transactional_id)
     return bytes(out)
 
 
 def decode_txn_key(buf) -> str | None:
     """The transactional id of a key; None for a key version we do not know."""
-    r = _Reader(buf)
+    r = RecordReader(buf)
     return r.str() if r.i16() == _KEY_VERSION else None
 
 
@@ -73,7 +73,7 @@ def txn_value(t: TxnRecord) -> bytes:
         by_topic.setdefault(topic, []).append(p)
     out += _I32.pack(len(by_topic))
     for topic, parts in by_topic.items():
-        _w_str(out, topic)
+        write_string(out, topic)
         out += _I32.pack(len(parts))
         for p in parts:
             out += _I32.pack(p)
@@ -85,7 +85,7 @@ def txn_value(t: TxnRecord) -> bytes:
 def decode_txn_value(buf) -> TxnRecord:
     """Raises CorruptRecordError for truncated bytes or a version other than 0 (Kafka 3.8+'s
     flexible v1, written only with its transaction version 2): the loader skips such a record."""
-    r = _Reader(buf)
+    r = RecordReader(buf)
     version = r.i16()
     if version != _VALUE_VERSION:
         raise errors.CorruptRecordError(f"__transaction_state value version {version} is not read")

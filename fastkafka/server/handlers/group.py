@@ -25,7 +25,7 @@ from ..dispatch import DELAYED
 __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", "handle_heartbeat",
            "handle_leave_group", "handle_list_groups", "handle_describe_groups",
            "handle_delete_groups", "handle_offset_delete", "handle_offset_commit", "handle_offset_fetch",
-           "GROUP_RANGES", "commit_response", "partition_exists"]
+           "GROUP_RANGES", "commit_response", "partition_exists", "requested_offsets"]
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -144,23 +144,32 @@ def handle_offset_commit(ctx, req):
     now = wall_clock_ms()
     # v2-v4 may ask for a retention of their own; it is stored as an expire timestamp (value v1)
     retention = req.retention_time_ms if 2 <= v <= 4 else -1
-    offsets, codes = {}, {}
-    for t in req.topics:
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            if not partition_exists(ctx, *tp):
-                codes[tp] = errors.UnknownTopicOrPartitionError.code
-                continue
-            ts = p.commit_timestamp if v == 1 and p.commit_timestamp >= 0 else now
-            offsets[tp] = OffsetAndMetadata(
-                p.committed_offset, p.committed_metadata, ts,
-                ts + retention if retention >= 0 else None,
-                p.committed_leader_epoch if v >= 6 else -1)
+
+    def offset_of(p):
+        ts = p.commit_timestamp if v == 1 and p.commit_timestamp >= 0 else now
+        return OffsetAndMetadata(p.committed_offset, p.committed_metadata, ts,
+                                 ts + retention if retention >= 0 else None,
+                                 p.committed_leader_epoch if v >= 6 else -1)
+    offsets, codes = requested_offsets(ctx, req, offset_of)
     if offsets:
         generation = req.generation_id_or_member_epoch if v >= 1 else -1
         codes.update(_groups(ctx).commit_offsets(req.group_id, req.member_id if v >= 1 else "",
                                                  generation, offsets, req.group_instance_id))
     return commit_response(ctx, req, codes)
+
+
+def requested_offsets(ctx, req, offset_of) -> tuple[dict, dict]:
+    """OffsetCommit's and TxnOffsetCommit's partitions: ``({tp: offset_of(partition)}, {tp:
+    UNKNOWN_TOPIC_OR_PARTITION})`` for those that exist and those that do not."""
+    offsets, codes = {}, {}
+    for t in req.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if partition_exists(ctx, *tp):
+                offsets[tp] = offset_of(p)
+            else:
+                codes[tp] = errors.UnknownTopicOrPartitionError.code
+    return offsets, codes
 
 
 def commit_response(ctx, req, codes: dict) -> object:

@@ -20,7 +20,7 @@ from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
 from ..txn_markers import write_marker
-from .group import commit_response, partition_exists
+from .group import commit_response, partition_exists, requested_offsets
 
 __all__ = ["TRANSACTION_RANGES", "handle_init_producer_id", "handle_add_partitions_to_txn",
            "handle_add_offsets_to_txn", "handle_end_txn", "handle_txn_offset_commit",
@@ -99,15 +99,8 @@ def handle_end_txn(ctx, req):
 
 def handle_txn_offset_commit(ctx, req):
     now = wall_clock_ms()
-    offsets, codes = {}, {}
-    for t in req.topics:
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            if not partition_exists(ctx, *tp):
-                codes[tp] = errors.UnknownTopicOrPartitionError.code
-                continue
-            offsets[tp] = OffsetAndMetadata(p.committed_offset, p.committed_metadata, now, None,
-                                            p.committed_leader_epoch)
+    offsets, codes = requested_offsets(ctx, req, lambda p: OffsetAndMetadata(
+        p.committed_offset, p.committed_metadata, now, None, p.committed_leader_epoch))
     if offsets:
         got = ctx.broker.group_coordination().groups.txn_commit_offsets(
             req.group_id, req.producer_id, req.producer_epoch, offsets, req.member_id,
