@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite drives for real, only when they are missing:
-#   zookeeper (cluster tests), kcat (librdkafka 2.0.2 client tests), a JRE (ZooKeeper and Spark).
+#   zookeeper (cluster tests), kcat (librdkafka 2.0.2 client tests), a JRE (ZooKeeper and Spark),
+#   openssl (the security tests make their certificates with it).
 set -euo pipefail
 
 need=()
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 SUDO=""

@@ -80,6 +80,11 @@ STRING: Callable[[Any], str] = lambda v: str(v).strip()                         
 LIST = _parse_list
 
 
+def PASSWORD(v: Any) -> str:  # noqa: N802  (a type, like the others)
+    """A secret (Kafka's PASSWORD type): kept verbatim, never shown by DescribeConfigs."""
+    return str(v)
+
+
 # --- validators: raise ValueError with a reason ---
 
 def at_least(lo: float) -> Callable[[Any], None]:
@@ -298,10 +303,10 @@ define("listeners", LIST, "PLAINTEXT://:9092", None, "NAME://host:port to listen
        "an empty host means every interface, port 0 an ephemeral port.")
 define("listener.security.protocol.map", LIST,
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", None,
-       "LISTENER_NAME:SECURITY_PROTOCOL pairs. Only PLAINTEXT is implemented yet: a listener "
-       "mapped to another protocol is a start-up error, never served in plaintext.")
+       "LISTENER_NAME:SECURITY_PROTOCOL pairs (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).")
 define("security.inter.broker.protocol", STRING, "PLAINTEXT", one_of("PLAINTEXT"),
-       "Security protocol between brokers; only PLAINTEXT is implemented yet.")
+       "Security protocol between brokers; only PLAINTEXT is implemented yet (followers fetch "
+       "over a PLAINTEXT listener).")
 define("inter.broker.listener.name", STRING, None, None, "The listener followers fetch from their "
        "leaders on (default: the one named like security.inter.broker.protocol).")
 define("advertised.listeners", LIST, None, None, "Addresses given to clients in Metadata; defaults to "
@@ -344,6 +349,52 @@ define("replica.lag.time.max.ms", LONG, 30000, at_least(1), "A follower that has
 define("replica.high.watermark.checkpoint.interval.ms", LONG, 5000, at_least(1), "How often each log "
        "dir's replication-offset-checkpoint (high watermarks) is written.")
 define("controlled.shutdown.enable", BOOLEAN, True, None, "Accepted for compatibility.")
+
+
+# --- TLS and SASL (fastkafka.server.listener_security; issue 16). Every one of these may be given per
+# listener as listener.name.<listener>.<name> (lower-case listener name), as in Kafka. ---
+SSL_PROTOCOLS = ("TLSv1.2", "TLSv1.3")
+define("ssl.keystore.type", STRING, "PEM", one_of("PEM"), "Format of the key store. Only PEM: "
+       "Java's JKS and PKCS12 stores must be converted (openssl pkcs12 -nodes).")
+define("ssl.keystore.location", STRING, None, None, "PEM file holding the private key and the "
+       "certificate chain.")
+define("ssl.keystore.password", PASSWORD, None, None, "Accepted for compatibility: a PEM key store "
+       "has no store password (the key's is ssl.key.password).")
+define("ssl.keystore.certificate.chain", PASSWORD, None, None, "The certificate chain as PEM text "
+       "(instead of ssl.keystore.location).")
+define("ssl.keystore.key", PASSWORD, None, None, "The private key as PEM text (with "
+       "ssl.keystore.certificate.chain).")
+define("ssl.key.password", PASSWORD, None, None, "Password of an encrypted private key.")
+define("ssl.truststore.type", STRING, "PEM", one_of("PEM"), "Format of the trust store (PEM only).")
+define("ssl.truststore.location", STRING, None, None, "PEM file of the CA certificates that client "
+       "certificates are checked against.")
+define("ssl.truststore.password", PASSWORD, None, None, "Accepted for compatibility (PEM trust "
+       "stores have no password).")
+define("ssl.truststore.certificates", PASSWORD, None, None, "The trusted CA certificates as PEM text.")
+define("ssl.client.auth", STRING, "none", one_of("none", "requested", "required"), "Whether clients "
+       "must (required) or may (requested) present a certificate on SSL listeners.")
+define("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", each_one_of(*SSL_PROTOCOLS), "TLS versions "
+       "accepted.")
+define("ssl.protocol", STRING, "TLSv1.3", one_of("TLS", *SSL_PROTOCOLS), "Accepted for "
+       "compatibility; ssl.enabled.protocols decides.")
+define("ssl.cipher.suites", LIST, "", None, "TLS 1.2 cipher suites (OpenSSL names); empty: "
+       "OpenSSL's defaults. TLS 1.3 suites are OpenSSL's.")
+define("ssl.endpoint.identification.algorithm", STRING, "https", None, "Accepted for "
+       "compatibility (used by clients, not by this broker's listeners).")
+define("ssl.principal.mapping.rules", STRING, "DEFAULT", one_of("DEFAULT"), "How a client "
+       "certificate's subject becomes a principal; only DEFAULT (User:<RFC 2253 subject>).")
+define("sasl.enabled.mechanisms", LIST, "GSSAPI", None, "SASL mechanisms offered on SASL listeners: "
+       "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are not implemented: listing "
+       "them on a SASL listener is a start-up error).")
+define("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", None, "Accepted for "
+       "compatibility (brokers talk PLAINTEXT to each other yet).")
+define("sasl.jaas.config", PASSWORD, None, None, "JAAS-style login config; give it per listener and "
+       "mechanism: listener.name.<l>.plain.sasl.jaas.config with user_<name>=\"<password>\" "
+       "entries for PLAIN.")
+define("connections.max.reauth.ms", LONG, 0, at_least(0), "Longest a SASL session lasts before the "
+       "client must re-authenticate (KIP-368); 0: forever.")
+define("connection.failed.authentication.delay.ms", INT, 100, at_least(0), "A failed authentication "
+       "is answered and the connection closed only after this delay, so guessing is slow.")
 
 
 # --- the group coordinator, __consumer_offsets and producer ids (owned by the coordinator; issue 5) ---
@@ -397,6 +448,14 @@ define("broker.rack", STRING, None, None, "Rack of this broker, written to its r
 define("cluster.metadata.wait.ms", INT, 10000, at_least(0), "fastkafka only: how long CreateTopics and "
        "CreatePartitions wait for the controller to elect the new partitions' leaders.")
 
+def _listener_key(name: str) -> bool:
+    """``listener.name.<l>.<declared key>`` or ``listener.name.<l>.<mechanism>.sasl.jaas.config``."""
+    if not name.startswith("listener.name."):
+        return False
+    rest = name[len("listener.name."):].partition(".")[2]
+    return rest in KEYS or rest.partition(".")[2] == "sasl.jaas.config"
+
+
 class KafkaConfig(Mapping[str, Any]):
     """Validated broker properties: every declared key, its default when not given.
 
@@ -410,7 +469,7 @@ class KafkaConfig(Mapping[str, Any]):
 
     def __init__(self, props: Mapping[str, Any] | None = None, *, strict: bool = False):
         props = dict(props or {})
-        self.unknown: list[str] = sorted(k for k in props if k not in KEYS)
+        self.unknown: list[str] = sorted(k for k in props if k not in KEYS and not _listener_key(k))
         if strict and self.unknown:
             raise ConfigException(f"unknown configuration(s): {', '.join(self.unknown)}")
         self.originals = props
@@ -418,6 +477,19 @@ class KafkaConfig(Mapping[str, Any]):
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
+
+    def for_listener(self, listener: str, name: str) -> Any:
+        """``name`` as ``listener`` sees it: ``listener.name.<listener>.<name>`` when given, else
+        the broker-wide value (Kafka's precedence for per-listener configs).
+
+        >>> cfg = KafkaConfig({"listener.name.internal.ssl.client.auth": "required"})
+        >>> cfg.for_listener("INTERNAL", "ssl.client.auth"), cfg.for_listener("EXTERNAL", "ssl.client.auth")
+        ('required', 'none')
+        """
+        prefixed = f"listener.name.{listener.lower()}.{name}"
+        if prefixed in self.originals:
+            return KEYS[name].parse(self.originals[prefixed], prefixed)
+        return self[name]
 
     def __iter__(self):
         return iter(self._values)

@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "fastkafka"
 
 LAYER = {
     "errors": 0, "config": 0, "_core": 0,
-    "compression": 1, "records": 1, "legacy": 1,
+    "compression": 1, "records": 1, "legacy": 1, "security": 1,
     "protocol": 2, "log": 2,
     "cluster": 3, "coordinator": 3, "client": 3,
     "server": 4, "spark": 4, "cli": 4, "__main__": 4,

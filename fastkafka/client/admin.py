@@ -15,8 +15,11 @@ Example::
 """
 from __future__ import annotations
 
+import secrets
+
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
+from fastkafka.security import ScramMechanism, salted_password
 
 from .config import ClientConfig
 from .metadata import Cluster, TopicInfo
@@ -124,6 +127,37 @@ class AdminClient:
             "validate_only": validate_only})
         r = resp.responses[0]
         _check(r.error_code, f"alter configs of {resource!r}", r.error_message)
+
+    # -- SCRAM users (KIP-554) ------------------------------------------------------------
+
+    def describe_user_scram_credentials(self, users: list[str] | None = None) -> dict[str, dict[str, int]]:
+        """``{user: {mechanism: iterations}}`` of ``users`` (None: every user with credentials);
+        a named user without any raises ResourceNotFoundError."""
+        resp = self.cluster.any_connection().request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {
+            "users": None if users is None else [{"name": u} for u in users]})
+        _check(resp.error_code, "describe SCRAM credentials", resp.error_message)
+        out = {}
+        for r in resp.results:
+            _check(r.error_code, f"SCRAM credentials of {r.user!r}", r.error_message)
+            out[r.user] = {ScramMechanism.for_type(i.mechanism).name: i.iterations
+                           for i in r.credential_infos}
+        return out
+
+    def alter_user_scram_credentials(self, upsert: dict[tuple[str, str], tuple[str, int]] | None = None,
+                                     delete: list[tuple[str, str]] | None = None) -> None:
+        """Set ``{(user, mechanism): (password, iterations)}`` and remove ``[(user, mechanism)]``.
+        The password is salted here (a fresh random salt); only the salted form is sent."""
+        upsertions = []
+        for (user, mechanism), (password, iterations) in (upsert or {}).items():
+            salt = secrets.token_bytes(24)   # what Kafka's own tools use
+            upsertions.append({"name": user, "mechanism": ScramMechanism.for_name(mechanism).type_id,
+                               "iterations": iterations, "salt": salt,
+                               "salted_password": salted_password(mechanism, password, salt, iterations)})
+        resp = self.cluster.any_connection().request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, {
+            "deletions": [{"name": u, "mechanism": ScramMechanism.for_name(m).type_id} for u, m in delete or ()],
+            "upsertions": upsertions})
+        for r in resp.results:
+            _check(r.error_code, f"alter SCRAM credentials of {r.user!r}", r.error_message)
 
     def describe_log_dirs(self, topics: list[str] | None = None) -> dict[int, list]:
         """DescribeLogDirs of every live broker: ``{broker id: [result per log dir]}`` (each with

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from fastkafka.config import (BOOLEAN, INT, LIST, STRING, ConfigException, ConfigKey, at_least,
+from fastkafka.config import (BOOLEAN, INT, LIST, PASSWORD, STRING, ConfigException, ConfigKey, at_least,
                               one_of)
 
 __all__ = ["ClientConfig", "ConfigException", "CLIENT_KEYS", "ALIASES", "parse_servers"]
@@ -57,6 +57,29 @@ CLIENT_KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("retries", INT, 5, at_least(0), "Resends of a request that failed with a retriable error."),
     _k("retry.backoff.ms", INT, 100, at_least(0), "Pause before a retry (doubles each attempt)."),
     _k("metadata.max.age.ms", INT, 300_000, at_least(0), "Refresh metadata at least this often."),
+    # --- security (fastkafka.client.security) ---
+    _k("security.protocol", lambda v: str(v).strip().upper(), "PLAINTEXT",
+       one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), "How to reach the brokers."),
+    _k("ssl.truststore.location", STRING, None, None, "PEM file of the CAs the broker's certificate "
+       "is checked against (default: the system's)."),
+    _k("ssl.truststore.certificates", PASSWORD, None, None, "Those CAs as PEM text."),
+    _k("ssl.truststore.type", STRING, "PEM", one_of("PEM"), "PEM only."),
+    _k("ssl.keystore.location", STRING, None, None, "PEM file with our key and certificate (a "
+       "client certificate, for ssl.client.auth)."),
+    _k("ssl.keystore.certificate.chain", PASSWORD, None, None, "Our certificate chain as PEM text."),
+    _k("ssl.keystore.key", PASSWORD, None, None, "Our private key as PEM text."),
+    _k("ssl.keystore.type", STRING, "PEM", one_of("PEM"), "PEM only."),
+    _k("ssl.key.password", PASSWORD, None, None, "Password of an encrypted private key."),
+    _k("ssl.endpoint.identification.algorithm", STRING, "https", None, "https: the broker's "
+       "certificate must name the host we connect to; empty: not checked."),
+    _k("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", None, "TLS versions we accept."),
+    _k("ssl.cipher.suites", LIST, "", None, "TLS 1.2 cipher suites (OpenSSL names)."),
+    _k("sasl.mechanism", lambda v: str(v).strip().upper(), "PLAIN", None,
+       "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512."),
+    _k("sasl.username", STRING, None, None, "SASL user (librdkafka's name; or sasl.jaas.config)."),
+    _k("sasl.password", PASSWORD, None, None, "SASL password."),
+    _k("sasl.jaas.config", PASSWORD, None, None, "The Java client's form: "
+       "'...LoginModule required username=\"u\" password=\"p\";'."),
     # --- producer ---
     _k("producer.type", STRING, "sync", one_of("sync", "async"),
        "sync: send() returns when acknowledged; async: a background thread sends batches."),
@@ -121,6 +144,8 @@ ALIASES = {
     "partitioner": "partitioner.class", "encoder": "serializer.class",
     "socket.timeout.ms": "request.timeout.ms",
     "fetch.max.wait.ms": "fetch.wait.max.ms",
+    # librdkafka's spellings
+    "ssl.ca.location": "ssl.truststore.location", "sasl.mechanisms": "sasl.mechanism",
 }
 
 

@@ -31,6 +31,8 @@ from fastkafka import protocol as P
 from fastkafka._core.transfer import frame_buffer
 from fastkafka.protocol import ApiKey
 
+from .security import ClientSecurity
+
 __all__ = ["BrokerConnection", "ConnectionError_", "negotiate"]
 
 _SIZE = struct.Struct(">i")
@@ -63,8 +65,10 @@ class BrokerConnection:
     """A connection to ``host:port`` (``node_id`` as the cluster knows it, -1 for bootstrap)."""
 
     def __init__(self, host: str, port: int, *, node_id: int = -1, client_id: str = "fastkafka",
-                 request_timeout_ms: int = 30_000, connect_timeout_ms: int = 10_000):
+                 request_timeout_ms: int = 30_000, connect_timeout_ms: int = 10_000,
+                 security: ClientSecurity | None = None):
         self.host, self.port, self.node_id = host, port, node_id
+        self.security = security
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
         self.connect_timeout = connect_timeout_ms / 1000
@@ -107,6 +111,12 @@ class BrokerConnection:
             except OSError:
                 pass
         sock.settimeout(self.request_timeout)
+        if self.security is not None:
+            try:
+                sock = self.security.wrap(sock, self.host)
+            except OSError as e:
+                sock.close()
+                raise ConnectionError_(f"TLS handshake with {self.host}:{self.port} failed: {e}") from None
         self._sock = sock
         try:
             self.versions = {ApiKey.API_VERSIONS: 0}
@@ -115,6 +125,8 @@ class BrokerConnection:
                 raise errors.for_code(resp.error_code)("ApiVersions failed")
             self.ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
             self.versions = negotiate(self.ranges)
+            if self.security is not None:
+                self.security.authenticate(self)
         except BaseException:
             self.close()
             raise

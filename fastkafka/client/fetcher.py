@@ -35,8 +35,9 @@ class Fetcher:
     """Positions for a set of partitions and the fetch loop step that advances them."""
 
     def __init__(self, cluster: Cluster, *, fetch_size: int | None = None, max_wait_ms: int | None = None,
-                 min_bytes: int | None = None):
+                 min_bytes: int | None = None, isolation_level: int = 0):
         self.cluster = cluster
+        self.isolation_level = isolation_level     # 1: read_committed (see MessageSet.batches)
         c = cluster.config
         self.fetch_size = fetch_size or c["fetch.message.max.bytes"]
         self.max_wait_ms = c["fetch.wait.max.ms"] if max_wait_ms is None else max_wait_ms
@@ -67,7 +68,8 @@ class Fetcher:
             c = self._consumers[node] = SimpleConsumer(
                 b.host, b.port, cfg["request.timeout.ms"], self.fetch_size,
                 client_id=cfg["client.id"], max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
-                max_buffer_size=max(self.fetch_size, 64 << 20))
+                max_buffer_size=max(self.fetch_size, 64 << 20), isolation_level=self.isolation_level,
+                security=self.cluster.security)
         return c
 
     def _resolve(self, tp, start) -> int:

@@ -28,6 +28,7 @@ from fastkafka import errors
 from fastkafka.protocol import ApiKey
 
 from .config import ClientConfig, parse_servers
+from .security import ClientSecurity
 from .connection import BrokerConnection, ConnectionError_
 
 __all__ = ["Cluster", "TopicInfo", "PartitionInfo", "BrokerInfo", "retry_call"]
@@ -81,6 +82,7 @@ class Cluster:
     def __init__(self, config: ClientConfig | dict | None = None):
         self.config = config if isinstance(config, ClientConfig) else ClientConfig(config)
         self.bootstrap = parse_servers(self.config["bootstrap.servers"])
+        self.security = ClientSecurity.from_config(self.config)   # one TLS context for every connection
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.cluster_id: str | None = None
@@ -101,7 +103,8 @@ class Cluster:
         c = self.config
         return BrokerConnection(host, port, node_id=node_id, client_id=c["client.id"],
                                 request_timeout_ms=c["request.timeout.ms"],
-                                connect_timeout_ms=c["socket.connection.setup.timeout.ms"])
+                                connect_timeout_ms=c["socket.connection.setup.timeout.ms"],
+                                security=self.security)
 
     def connection(self, node_id: int) -> BrokerConnection:
         """The (connected) connection to broker ``node_id``; see the thread-safety note."""

@@ -12,7 +12,10 @@ doubled, up to ``max_buffer_size`` (then MessageTooLargeError), as the seeds des
 end of a buffer cut inside a batch is detected by the batch's size and ignored.
 
 A :class:`MessageSet` decodes lazily, in Cython (batch walk, CRC, decompression, records),
-skipping records before the requested offset and control batches.
+skipping records before the requested offset and control batches. With
+``isolation_level=1`` (read_committed) fetches stop at the last stable offset and the
+batches of aborted transactions are skipped too (the broker lists them; see
+:meth:`MessageSet.batches`).
 
 Example::
 
@@ -32,6 +35,7 @@ from fastkafka.protocol import ApiKey
 
 from . import arrow as _arrow
 from .connection import BrokerConnection
+from .security import ClientSecurity
 
 __all__ = ["SimpleConsumer", "FetchRequest", "MessageSet", "MessageAndOffset",
            "LATEST_TIME", "EARLIEST_TIME"]
@@ -72,12 +76,16 @@ class MessageSet:
     """
 
     def __init__(self, topic: str, partition: int, offset: int, buffer, error=None,
-                 high_watermark: int = -1, log_start_offset: int = -1):
+                 high_watermark: int = -1, log_start_offset: int = -1,
+                 aborted_transactions: list[tuple[int, int]] | None = None):
         self.topic, self.partition, self.offset = topic, partition, offset
         self.buffer = as_v2(buffer if buffer is not None else b"")
         self.error = error
         self.high_watermark = high_watermark
         self.log_start_offset = log_start_offset
+        # read_committed: ``[(producer_id, first_offset)]`` of the aborted transactions in the
+        # buffer (None: a read_uncommitted fetch, nothing to drop)
+        self.aborted_transactions = aborted_transactions
         self._validation = None
 
     def _valid(self):
@@ -107,15 +115,33 @@ class MessageSet:
         return max(self.offset, v.last_offset + 1) if v.batch_count else self.offset
 
     def __iter__(self) -> Iterator[MessageAndOffset]:
-        if self.error is not None:
-            raise self.error
         start = self.offset
-        for batch in records.iter_batches(self.buffer):
-            if batch.is_control or batch.last_offset < start:
-                continue
+        for batch in self.batches():
             for r in batch.records():
                 if r.offset >= start:
                     yield MessageAndOffset(r, r.offset)
+
+    def batches(self) -> Iterator[records.RecordBatch]:
+        """The data batches a consumer sees, whole (the first may start before ``offset``):
+        control batches are skipped and, for a read_committed fetch, the batches of aborted
+        transactions -- a listed producer's transactional batches from its ``first_offset`` up
+        to its ABORT marker, as Kafka's consumer drops them."""
+        if self.error is not None:
+            raise self.error
+        start = self.offset
+        pending = sorted(self.aborted_transactions or (), key=lambda a: a[1])
+        aborting: set[int] = set()
+        for batch in records.iter_batches(self.buffer):
+            while pending and pending[0][1] <= batch.last_offset:
+                aborting.add(pending.pop(0)[0])
+            if batch.is_control:
+                if batch.producer_id in aborting and records.control_record(batch) == (
+                        0, records.CONTROL_ABORT):
+                    aborting.discard(batch.producer_id)
+                continue
+            if batch.last_offset < start or (batch.is_transactional and batch.producer_id in aborting):
+                continue
+            yield batch
 
     def columns(self) -> records.Columns:
         """All whole batches decoded into Arrow-layout columns (records before ``offset`` included)."""
@@ -144,13 +170,15 @@ class SimpleConsumer:
 
     def __init__(self, host: str, port: int, so_timeout: int = 30_000, buffer_size: int = 64 * 1024,
                  *, client_id: str = "fastkafka", max_buffer_size: int = 64 << 20,
-                 max_wait_ms: int = 0, min_bytes: int = 0):
+                 max_wait_ms: int = 0, min_bytes: int = 0, isolation_level: int = 0,
+                 security: ClientSecurity | None = None):
         self.host, self.port = host, port
+        self.isolation_level = isolation_level     # 1: read_committed
         self.buffer_size = buffer_size
         self.max_buffer_size = max(max_buffer_size, buffer_size)
         self.max_wait_ms, self.min_bytes = max_wait_ms, min_bytes
         self.conn = BrokerConnection(host, port, client_id=client_id, request_timeout_ms=so_timeout
-                                     + max_wait_ms, connect_timeout_ms=so_timeout)
+                                     + max_wait_ms, connect_timeout_ms=so_timeout, security=security)
 
     def __enter__(self):
         return self
@@ -205,7 +233,7 @@ class SimpleConsumer:
         resp = self.conn.request(ApiKey.FETCH, {
             "max_wait_ms": self.max_wait_ms, "min_bytes": self.min_bytes,
             "max_bytes": min(sum(r.max_size for r in requests), 0x7FFFFFFF),
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "isolation_level": self.isolation_level, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}, version)
         if getattr(resp, "error_code", 0):
             raise errors.for_code(resp.error_code)("fetch failed")
@@ -222,8 +250,11 @@ class SimpleConsumer:
                 continue
             err = errors.for_code(p.error_code)(f"fetch {r.topic}-{r.partition}@{r.offset}") \
                 if p.error_code else None
+            aborted = getattr(p, "aborted_transactions", None)
             out.append(MessageSet(r.topic, r.partition, r.offset, p.records, err,
-                                  p.high_watermark, p.log_start_offset))
+                                  p.high_watermark, p.log_start_offset,
+                                  None if aborted is None or not self.isolation_level else
+                                  [(a.producer_id, a.first_offset) for a in aborted]))
         return out
 
     def fetch_arrow(self, topic: str, partition: int, offset: int, max_bytes: int | None = None):

@@ -83,6 +83,7 @@ class EmbeddedMetadata:
         self.path = os.path.join(directory, META_FILE)
         self._lock = threading.Lock()
         self._topics: dict[str, TopicInfo] = {}
+        self._users: dict[str, Mapping[str, str]] = {}   # user -> SCRAM credentials by mechanism
         self.cluster_id = ""
         self._load()
 
@@ -99,10 +100,12 @@ class EmbeddedMetadata:
             name: TopicInfo(name, int(t["partitions"]), MappingProxyType(dict(t.get("configs", {}))))
             for name, t in doc.get("topics", {}).items()
         }
+        self._users = {u: MappingProxyType(dict(c)) for u, c in doc.get("users", {}).items()}
 
     def _save(self) -> None:
         doc = {"version": 1, "cluster_id": self.cluster_id,
-               "topics": {n: t.to_json() for n, t in sorted(self._topics.items())}}
+               "topics": {n: t.to_json() for n, t in sorted(self._topics.items())},
+               "users": {u: dict(c) for u, c in sorted(self._users.items())}}
         tmp = self.path + ".tmp"
         with open(tmp, "wb") as f:
             f.write(json.dumps(doc, indent=1).encode())
@@ -169,6 +172,29 @@ class EmbeddedMetadata:
             topics[name] = TopicInfo(name, info.partitions, MappingProxyType(dict(configs)))
             self._commit(topics)
             return topics[name]
+
+    def user_configs(self, user: str) -> Mapping[str, str]:
+        """A user's stored entries (SCRAM credentials by mechanism, Kafka's string format)."""
+        return self._users.get(user, MappingProxyType({}))
+
+    def users(self) -> Mapping[str, Mapping[str, str]]:
+        return MappingProxyType(self._users)
+
+    def set_user_configs(self, user: str, configs: Mapping[str, str]) -> None:
+        """Replace a user's entries (empty: forget the user); persisted before returning."""
+        with self._lock:
+            old = self._users
+            users = dict(old)
+            if configs:
+                users[user] = MappingProxyType(dict(configs))
+            else:
+                users.pop(user, None)
+            self._users = users
+            try:
+                self._save()
+            except BaseException:
+                self._users = old
+                raise
 
     def _commit(self, topics: dict[str, TopicInfo]) -> None:
         old = self._topics

@@ -77,6 +77,7 @@ class ZkMetadata:
         self._states: dict[tuple[str, int], znodes.PartitionState] = {}
         self._state_versions: dict[tuple[str, int], int] = {}   # the znode version each state was read at
         self._watched: set[str] = set()
+        self._users: dict[str, Mapping[str, str]] = {}   # /config/users/<user> documents
         self.controller_id = znodes.NO_LEADER
         self._stopped = False
 
@@ -96,6 +97,8 @@ class ZkMetadata:
         self.client.ChildrenWatch(znodes.BROKER_IDS, self._on_broker_ids)
         self.client.ChildrenWatch(znodes.TOPICS, self._on_topics)
         self.client.ChildrenWatch(znodes.CONTROLLER, self._on_controller)
+        self.client.ensure_path(znodes.CONFIG_USERS)
+        self.client.ChildrenWatch(znodes.CONFIG_USERS, self._on_users)
 
     def stop(self) -> None:
         self._stopped = True  # every watch function returns False from now on, which ends it
@@ -164,7 +167,7 @@ class ZkMetadata:
             return True
         try:
             cfg_data, _ = self.client.get(znodes.config_topic_path(topic))
-            configs = znodes.TopicConfig.decode(topic, cfg_data).config
+            configs = znodes.EntityConfig.decode(znodes.config_topic_path(topic), cfg_data).config
         except NoNodeError:
             configs = {}
         except (znodes.ZnodeDataError, KazooException) as e:
@@ -186,7 +189,7 @@ class ZkMetadata:
         if self._stopped:
             return False
         try:
-            configs = znodes.TopicConfig.decode(topic, data).config if data is not None else {}
+            configs = znodes.EntityConfig.decode(znodes.config_topic_path(topic), data).config if data is not None else {}
         except znodes.ZnodeDataError as e:
             log.warning("topic %s: ignoring its changed config (%s)", topic, e)
             return True
@@ -197,6 +200,34 @@ class ZkMetadata:
             self._topics = dict(self._topics)
             self._topics[topic] = TopicInfo(topic, info.partitions, MappingProxyType(dict(configs)))
         self._changed()
+        return True
+
+    def _on_users(self, children) -> bool:
+        if self._stopped:
+            return False
+        for user in children:
+            self._watch(znodes.config_user_path(user), functools.partial(self._on_user, user))
+        return True
+
+    def _on_user(self, user: str, data, _stat) -> bool:
+        """A user's credentials changed (AlterUserScramCredentials through any broker)."""
+        if self._stopped:
+            return False
+        try:
+            doc = znodes.EntityConfig.decode(znodes.config_user_path(user), data).config if data else {}
+        except znodes.ZnodeDataError as e:
+            log.warning("user %s: ignoring its changed config (%s)", user, e)
+            return True
+        with self._cond:
+            users = dict(self._users)
+            if doc:
+                users[user] = MappingProxyType(dict(doc))
+            else:
+                users.pop(user, None)
+            self._users = users
+        if data is None:
+            self._watched.discard(znodes.config_user_path(user))
+            return False   # the znode is gone: a new one is watched when it reappears
         return True
 
     def _on_state(self, topic: str, partition: int, data, stat) -> bool:
@@ -312,7 +343,7 @@ class ZkMetadata:
             raise errors.TopicAlreadyExistsError(f"Topic '{name}' already exists.")
         if assignment is None:
             assignment = assign_replicas(self._brokers, partitions, replication_factor)
-        cfg = znodes.TopicConfig(dict(configs or {})).encode()
+        cfg = znodes.EntityConfig(dict(configs or {})).encode()
         try:
             c.create(znodes.config_topic_path(name), cfg, makepath=True)
         except NodeExistsError:  # left by an earlier topic of this name
@@ -340,13 +371,44 @@ class ZkMetadata:
         """Replace ``/config/topics/<t>``; every broker's cache follows through its watch."""
         if not self.client.exists(znodes.topic_path(name)):
             raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        data = znodes.TopicConfig(dict(configs)).encode()
+        data = znodes.EntityConfig(dict(configs)).encode()
         try:
             self.client.set(znodes.config_topic_path(name), data)
         except NoNodeError:
             self.client.create(znodes.config_topic_path(name), data, makepath=True)
         info = self._topics.get(name)
         return TopicInfo(name, info.partitions if info else 0, MappingProxyType(dict(configs)))
+
+    def user_configs(self, user: str) -> Mapping[str, str]:
+        """``/config/users/<user>``'s entries (SCRAM credentials by mechanism), from the cache."""
+        return self._users.get(user, MappingProxyType({}))
+
+    def users(self) -> Mapping[str, Mapping[str, str]]:
+        return MappingProxyType(self._users)
+
+    @_zk_errors
+    def set_user_configs(self, user: str, configs: Mapping[str, str]) -> None:
+        """Replace ``/config/users/<user>`` (empty: delete it); every broker's cache follows
+        through its watch, this one's at once."""
+        path = znodes.config_user_path(user)
+        if configs:
+            data = znodes.EntityConfig(dict(configs)).encode()
+            try:
+                self.client.set(path, data)
+            except NoNodeError:
+                self.client.create(path, data, makepath=True)
+        else:
+            try:
+                self.client.delete(path)
+            except NoNodeError:
+                pass
+        with self._cond:
+            users = dict(self._users)
+            if configs:
+                users[user] = MappingProxyType(dict(configs))
+            else:
+                users.pop(user, None)
+            self._users = users
 
     @_zk_errors
     def set_partitions(self, name: str, count: int) -> TopicInfo:

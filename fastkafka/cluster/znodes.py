@@ -14,6 +14,8 @@ documents below read the same to a person who knows Kafka::
     /controller/<election contender>  ephemeral {"version":1,"brokerid":1,"timestamp":"..."}
     /controller_epoch                           3
     /config/topics/<t>                          {"version":1,"config":{"retention.ms":"60000"}}
+    /config/users/<user>                        {"version":1,"config":{"SCRAM-SHA-256":
+                                                 "salt=...,stored_key=...,server_key=...,iterations=4096"}}
     /admin/delete_topics/<t>                    (empty: the controller deletes <t>, then the marker)
     /consumers/<g>/ids/<consumer id>  ephemeral {"version":1,"subscription":{"t":1},
                                                  "pattern":"static","timestamp":"..."}
@@ -47,12 +49,12 @@ from typing import Mapping
 
 __all__ = [
     "ZnodeDataError", "CLUSTER_ID", "BROKER_IDS", "TOPICS", "CONTROLLER", "CONTROLLER_EPOCH",
-    "CONFIG_TOPICS", "DELETE_TOPICS", "CONSUMERS", "LATEST_PRODUCER_ID_BLOCK", "PERSISTENT_PATHS",
+    "CONFIG_TOPICS", "CONFIG_USERS", "DELETE_TOPICS", "CONSUMERS", "LATEST_PRODUCER_ID_BLOCK", "PERSISTENT_PATHS",
     "broker_path", "topic_path", "partitions_path", "partition_path", "state_path",
-    "config_topic_path", "delete_topic_path", "consumer_ids_path", "consumer_id_path",
+    "config_topic_path", "config_user_path", "delete_topic_path", "consumer_ids_path", "consumer_id_path",
     "owners_path", "owner_path", "offsets_path", "offset_path",
     "ClusterId", "BrokerInfo", "TopicAssignment", "PartitionState", "ControllerInfo",
-    "TopicConfig", "ConsumerRegistration", "ProducerIdBlock", "encode_controller_epoch",
+    "EntityConfig", "ConsumerRegistration", "ProducerIdBlock", "encode_controller_epoch",
     "decode_controller_epoch", "encode_offset", "decode_offset", "controller_id", "NO_LEADER", "now_ms",
 ]
 
@@ -64,6 +66,7 @@ TOPICS = "/brokers/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_USERS = "/config/users"
 DELETE_TOPICS = "/admin/delete_topics"
 CONSUMERS = "/consumers"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
@@ -98,6 +101,10 @@ def state_path(topic: str, partition: int) -> str:
 
 def config_topic_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
+
+
+def config_user_path(user: str) -> str:
+    return f"{CONFIG_USERS}/{user}"
 
 
 def delete_topic_path(topic: str) -> str:
@@ -308,8 +315,9 @@ def controller_id(contenders: list[str]) -> int:
 
 
 @dataclass(frozen=True)
-class TopicConfig:
-    """``/config/topics/<t>``: the topic's config overrides (Kafka's topic-level names)."""
+class EntityConfig:
+    """``/config/topics/<t>`` (a topic's config overrides, Kafka's topic-level names) and
+    ``/config/users/<user>`` (a user's SCRAM credentials, by mechanism): one document shape."""
 
     config: Mapping[str, str]
 
@@ -317,8 +325,8 @@ class TopicConfig:
         return _dump({"version": 1, "config": dict(self.config)})
 
     @classmethod
-    def decode(cls, topic: str, data: bytes | None) -> "TopicConfig":
-        doc = _load(data, config_topic_path(topic), (1,))
+    def decode(cls, path: str, data: bytes | None) -> "EntityConfig":
+        doc = _load(data, path, (1,))
         return cls({str(k): str(v) for k, v in (doc.get("config") or {}).items()})
 
 

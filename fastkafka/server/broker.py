@@ -25,12 +25,14 @@ import threading
 from fastkafka import errors
 from fastkafka import protocol as P
 from fastkafka.cluster.embedded import EmbeddedMetadata
-from fastkafka.config import KafkaConfig
+from fastkafka.config import ConfigException, KafkaConfig
 from fastkafka.log import LogManager
+from fastkafka.security import ScramCredential
 
 from .coordination import CoordinationService
 from .dispatch import Dispatcher
 from .handlers import HANDLERS, advertised_apis
+from .listener_security import SecurityConfigError, listener_security
 from .purgatory import Purgatory
 from .request_channel import RequestChannel
 from .socket_server import ListenerError, SocketServer, parse_listener
@@ -44,29 +46,6 @@ log = logging.getLogger("fastkafka.server")
 
 class BrokerStartupError(RuntimeError):
     """The broker cannot start (port busy, log dir unwritable, bad listener); the message says why."""
-
-
-IMPLEMENTED_PROTOCOLS = ("PLAINTEXT",)
-
-
-def _check_security_protocols(listeners, protocol_map: list[str]) -> None:
-    """Every listener's security protocol (``listener.security.protocol.map``) must be one this
-    broker implements: serving an ``SSL://`` listener in plaintext would be worse than failing."""
-    mapping = {}
-    for pair in protocol_map:
-        name, sep, proto = pair.partition(":")
-        if not sep:
-            raise BrokerStartupError(f"listener.security.protocol.map: {pair!r} is not NAME:PROTOCOL")
-        mapping[name.strip().upper()] = proto.strip().upper()
-    for name, _host, _port in listeners:
-        proto = mapping.get(name)
-        if proto is None:
-            raise BrokerStartupError(f"No security protocol defined for listener {name}")
-        if proto not in IMPLEMENTED_PROTOCOLS:
-            raise BrokerStartupError(
-                f"listener {name} uses security protocol {proto}, which this broker does not "
-                f"implement yet (only {', '.join(IMPLEMENTED_PROTOCOLS)}); refusing to serve it "
-                "unencrypted and unauthenticated")
 
 
 def _check_writable(path: str) -> None:
@@ -111,7 +90,10 @@ class Broker:
             raise BrokerStartupError(str(e)) from None
         if not listeners:
             raise BrokerStartupError("listeners is empty")
-        _check_security_protocols(listeners, cfg["listener.security.protocol.map"])
+        try:
+            security = listener_security(cfg, listeners, self.scram_credential)
+        except (SecurityConfigError, ConfigException) as e:
+            raise BrokerStartupError(str(e)) from None
         for d in cfg.log_dirs:
             _check_writable(d)
         self.advertised = P.Advertised(ranges=advertised_apis())
@@ -123,7 +105,8 @@ class Broker:
                 num_network_threads=cfg["num.network.threads"], max_connections=cfg["max.connections"],
                 max_connections_per_ip=cfg["max.connections.per.ip"],
                 max_connections_per_ip_overrides=cfg["max.connections.per.ip.overrides"],
-                max_request_bytes=cfg["socket.request.max.bytes"], idle_ms=cfg["connections.max.idle.ms"])
+                max_request_bytes=cfg["socket.request.max.bytes"], idle_ms=cfg["connections.max.idle.ms"],
+                security=security)
             self.socket_server.bind()  # before loading logs: a busy port fails fast
         except ListenerError as e:
             raise BrokerStartupError(str(e)) from None
@@ -227,6 +210,12 @@ class Broker:
         return svc
 
     # --- what handlers ask the broker ---
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """``user``'s stored SCRAM credential for ``mechanism`` (None: none, or not loaded yet)."""
+        metadata = self.metadata
+        text = metadata.user_configs(user).get(mechanism) if metadata is not None else None
+        return ScramCredential.from_kafka_string(text) if text else None
+
     @property
     def port(self) -> int:
         """The first listener's bound port (useful with port 0)."""

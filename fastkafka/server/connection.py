@@ -44,14 +44,19 @@ FrameError = FramingError
 class Connection:
     __slots__ = ("id", "sock", "fd", "peer", "listener", "frames", "_decoder",
                  "muted", "send", "closed", "last_active", "events", "_max_frame", "_body", "_have",
-                 "inline_response")
+                 "inline_response", "tls", "handshaking", "session", "close_after_send")
 
-    def __init__(self, conn_id: str, sock: socket.socket, peer, listener: str, max_frame: int):
+    def __init__(self, conn_id: str, sock: socket.socket, peer, listener: str, max_frame: int,
+                 tls: bool = False):
         self.id = conn_id
-        self.sock = sock
+        self.sock = sock            # an ssl.SSLSocket when tls
         self.fd = sock.fileno()
         self.peer = peer
         self.listener = listener
+        self.tls = tls
+        self.handshaking = tls      # the TLS handshake runs before any frame is read
+        self.session = None         # listener_security.Session, set once the connection is ready
+        self.close_after_send = False  # the response going out is the last (failed authentication)
         self.frames: deque[memoryview] = deque()   # complete frames not yet dispatched
         self._decoder = FrameDecoder(max_frame)
         self.muted = False      # a request of this connection is being handled
@@ -67,7 +72,15 @@ class Connection:
     # --- reading ---
     def read(self, scratch: memoryview) -> bool:
         """Receive what the socket has through ``scratch`` (the processor's buffer, free again
-        when this returns); False on EOF. Raises FrameError, OSError."""
+        when this returns); False on EOF. Raises FrameError, OSError.
+
+        TLS may hold decrypted bytes the selector cannot see (``pending``): they are read too."""
+        ok = self._read_once(scratch)
+        while ok and self.tls and self.sock.pending():
+            ok = self._read_once(scratch)
+        return ok
+
+    def _read_once(self, scratch: memoryview) -> bool:
         self.last_active = time.monotonic()
         body = self._body
         if body is not None:
@@ -100,7 +113,7 @@ class Connection:
     def write(self) -> bool:
         """Continue the current response; True once it is fully sent."""
         self.last_active = time.monotonic()
-        done = self.send.write_to(self.sock)
+        done = self.send.write_tls_to(self.sock) if self.tls else self.send.write_to(self.sock)
         if done:
             self.send = None
         return done

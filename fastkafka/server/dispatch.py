@@ -9,7 +9,11 @@ whatever the bytes were and whatever the handler raised (DESIGN §10):
 * a version we do not advertise → ApiVersions answers with error 35 and our ranges; any other
   API closes the connection;
 * a handler exception → the API's whole-request error response with the exception's Kafka code
-  (``UNKNOWN_SERVER_ERROR`` and a logged traceback for anything that is not a KafkaError).
+  (``UNKNOWN_SERVER_ERROR`` and a logged traceback for anything that is not a KafkaError);
+* on a SASL listener, until the client has authenticated only ApiVersions, SaslHandshake and
+  SaslAuthenticate pass (anything else closes the connection, as Kafka's authenticator does);
+  after SaslHandshake v0 the next frame is a bare token, not a request; a session past
+  ``connections.max.reauth.ms`` is closed at its next request unless it re-authenticates.
 
 Handlers are ``handle_<api>(ctx, request) -> response | None | DELAYED``; ``None`` means no
 response (Produce acks=0), ``DELAYED`` that the handler will call :meth:`RequestContext.send`
@@ -23,6 +27,7 @@ from typing import Callable
 
 from fastkafka import errors
 from fastkafka import protocol as P
+from fastkafka.security import AuthenticationFailed
 
 __all__ = ["Dispatcher", "RequestContext", "DELAYED"]
 
@@ -30,12 +35,14 @@ log = logging.getLogger("fastkafka.server")
 request_log = logging.getLogger("fastkafka.server.requests")
 
 DELAYED = object()
+# what a client may send before it has authenticated (or to re-authenticate)
+_SASL_APIS = frozenset((P.ApiKey.API_VERSIONS, P.ApiKey.SASL_HANDSHAKE, P.ApiKey.SASL_AUTHENTICATE))
 
 
 class RequestContext:
     """What a handler knows about its request besides the body. ``send`` may be called from any thread."""
 
-    __slots__ = ("request", "header", "codec", "broker", "received")
+    __slots__ = ("request", "header", "codec", "broker", "received", "session")
 
     def __init__(self, request, header: P.RequestHeader, codec: P.Codec, broker):
         self.request = request
@@ -43,6 +50,7 @@ class RequestContext:
         self.codec = codec
         self.broker = broker
         self.received = request.received
+        self.session = request.session   # who the client is (listener_security.Session)
 
     @property
     def version(self) -> int:
@@ -66,14 +74,24 @@ class RequestContext:
         if response is None:
             self.request.no_response()
             return
+        chunks = self._encode(response)
+        if chunks is not None:
+            self.request.respond(chunks)
+
+    def send_then_close(self, response, delay_s: float) -> None:
+        """Answer ``delay_s`` from now, then close the connection (a failed authentication)."""
+        chunks = self._encode(response)
+        if chunks is not None:
+            self.request.respond_then_close(chunks, delay_s)
+
+    def _encode(self, response) -> list | None:
         try:
-            chunks = self.codec.encode_response(self.header.correlation_id, response)
+            return self.codec.encode_response(self.header.correlation_id, response)
         except Exception:
             log.exception("cannot encode %s v%d response; closing the connection",
                           P.API_NAMES.get(self.header.api_key), self.version)
             self.request.close_connection()
-            return
-        self.request.respond(chunks)
+            return None
 
 
 class Dispatcher:
@@ -86,6 +104,10 @@ class Dispatcher:
 
     def handle(self, request) -> None:
         frame = request.frame
+        session = request.session
+        if session.expects_raw_token:
+            self._raw_sasl_token(request, session)
+            return
         try:
             header, pos = P.read_request_header(frame)
         except P.ProtocolError as e:
@@ -93,6 +115,17 @@ class Dispatcher:
             request.close_connection()
             return
         key, version = header.api_key, header.api_version
+        if (not session.authenticated or session.expires_at) and key not in _SASL_APIS:
+            if not session.authenticated:
+                log.info("closing %s: unexpected %s request during SASL authentication",
+                         request.connection_id, P.API_NAMES.get(key, f"api key {key}"))
+                request.close_connection()
+                return
+            if session.expired(time.monotonic()):
+                log.info("closing %s: its SASL session expired without re-authentication "
+                         "(connections.max.reauth.ms)", request.connection_id)
+                request.close_connection()
+                return
         if not self.advertised.supports(key, version):
             if key == P.ApiKey.API_VERSIONS:
                 request.respond(P.encode_api_versions_error(header.correlation_id, self.advertised))
@@ -128,6 +161,16 @@ class Dispatcher:
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("%s v%d corr=%d done in %.3f ms", P.API_NAMES[key], version,
                               header.correlation_id, (time.monotonic() - request.received) * 1000)
+
+    def _raw_sasl_token(self, request, session) -> None:
+        """SaslHandshake v0's exchange: bare size-prefixed tokens both ways; failure closes."""
+        try:
+            reply = session.step(request.frame)
+        except AuthenticationFailed as e:
+            log.info("closing %s: SASL authentication failed: %s", request.connection_id, e)
+            request.close_connection(session.security.failed_auth_delay_ms / 1000.0)
+            return
+        request.respond([len(reply).to_bytes(4, "big"), reply])
 
     def _error_response(self, key: int, version: int, body, exc: BaseException):
         try:

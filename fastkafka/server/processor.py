@@ -8,18 +8,25 @@ left), which keeps pipelined responses in order without sequence numbers.
 Handlers may complete a request from any thread: completions go through a deque and a
 socketpair wakes the selector. Unframeable or oversized input closes that connection only;
 nothing a client sends can stop the loop.
+
+TLS listeners wrap accepted sockets and run the handshake here, non-blocking, before any frame
+is read: a slow or garbage handshake costs its own connection only. Each connection carries a
+:class:`~fastkafka.server.listener_security.Session` (who the client is) that requests see.
 """
 from __future__ import annotations
 
+import heapq
 import logging
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections import deque
 from typing import Callable
 
 from .connection import SCRATCH_BYTES, Connection, FrameError
+from .listener_security import ListenerSecurity, Session
 from .send import Send
 
 __all__ = ["Processor", "Request"]
@@ -30,6 +37,16 @@ _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 _NO_RESPONSE = object()
 _CLOSE = object()
+_PLAINTEXT = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
+
+
+class _Last:
+    """A response after which the connection closes (a failed authentication)."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, chunks):
+        self.chunks = chunks
 
 
 class Request:
@@ -38,7 +55,7 @@ class Request:
     ``frame`` is a writable ``bytearray`` owned by the handler from now on.
     """
 
-    __slots__ = ("processor", "conn", "frame", "received", "listener")
+    __slots__ = ("processor", "conn", "frame", "received", "listener", "session")
 
     def __init__(self, processor: "Processor", conn: Connection, frame: bytearray):
         self.processor = processor
@@ -46,6 +63,7 @@ class Request:
         self.frame = frame
         self.received = time.monotonic()
         self.listener = conn.listener
+        self.session: Session = conn.session
 
     @property
     def connection_id(self) -> str:
@@ -59,19 +77,27 @@ class Request:
         """The request needs no answer (Produce with acks=0): just unmute the connection."""
         self.processor.complete(self.conn, _NO_RESPONSE)
 
-    def close_connection(self) -> None:
-        """Drop the connection instead of answering (what Kafka does for unparsable requests)."""
-        self.processor.complete(self.conn, _CLOSE)
+    def close_connection(self, delay_s: float = 0.0) -> None:
+        """Drop the connection instead of answering (what Kafka does for unparsable requests),
+        after ``delay_s`` (the connection stays muted meanwhile)."""
+        self.processor.complete(self.conn, _CLOSE, delay_s)
+
+    def respond_then_close(self, chunks: list, delay_s: float) -> None:
+        """Send a last response ``delay_s`` from now, then close (Kafka's answer to a failed
+        authentication: ``connection.failed.authentication.delay.ms`` makes guessing slow)."""
+        self.processor.complete(self.conn, _Last(chunks), delay_s)
 
 
 class Processor(threading.Thread):
     """Owns its connections; thread-safe entry points are :meth:`assign`, :meth:`complete`, :meth:`shutdown`."""
 
     def __init__(self, index: int, submit: Callable[[Request], None], *, max_frame: int,
-                 idle_ms: int, on_close: Callable[[tuple], None]):
+                 idle_ms: int, on_close: Callable[[tuple], None],
+                 security: dict[str, ListenerSecurity] | None = None):
         super().__init__(name=f"fastkafka-network-{index}", daemon=True)
         self.index = index
         self._submit = submit
+        self._security = security or {}
         self._max_frame = max_frame
         self._idle_s = idle_ms / 1000.0
         self._on_close = on_close
@@ -85,6 +111,8 @@ class Processor(threading.Thread):
         self._wake_pending = False
         self._new: deque[tuple[socket.socket, object, str]] = deque()
         self._completions: deque[tuple[Connection, object]] = deque()
+        self._later: deque[tuple[float, Connection, object]] = deque()  # delayed completions, any thread
+        self._due: list[tuple[float, int, Connection, object]] = []      # their heap, loop thread only
         self._conns: dict[int, Connection] = {}
         self._counter = 0
         self._draining = False
@@ -97,7 +125,11 @@ class Processor(threading.Thread):
         self._new.append((sock, peer, listener))
         self._wakeup()
 
-    def complete(self, conn: Connection, response) -> None:
+    def complete(self, conn: Connection, response, delay_s: float = 0.0) -> None:
+        if delay_s > 0:
+            self._later.append((time.monotonic() + delay_s, conn, response))
+            self._wakeup()
+            return
         on_loop = threading.get_ident() == self._tid
         if on_loop and conn is self._dispatching:
             # An inline handler answered during _submit: _next_request sends it right away, so
@@ -137,16 +169,21 @@ class Processor(threading.Thread):
         next_reap = time.monotonic() + 1.0
         try:
             while True:
-                for key, mask in self._sel.select(0.5):
+                timeout = 0.5 if not self._due else min(0.5, max(0.0, self._due[0][0] - time.monotonic()))
+                for key, mask in self._sel.select(timeout):
                     conn = key.data
                     if conn is None:
                         self._drain_wakeups()
+                        continue
+                    if conn.handshaking:
+                        self._handshake(conn)
                         continue
                     if mask & _WRITE:
                         self._on_writable(conn)
                     if mask & _READ and not conn.closed:
                         self._on_readable(conn)
                 self._register_new()
+                self._release_due()
                 self._process_completions()
                 now = time.monotonic()
                 if now >= next_reap:
@@ -167,7 +204,19 @@ class Processor(threading.Thread):
     def _drained(self) -> bool:
         if self._draining == "now":
             return True
-        return not any(c.muted for c in self._conns.values()) and not self._completions
+        return (not any(c.muted for c in self._conns.values()) and not self._completions
+                and not self._due and not self._later)
+
+    def _release_due(self) -> None:
+        """Move delayed completions whose time has come to the completion queue."""
+        while self._later:
+            due, conn, response = self._later.popleft()
+            self._counter += 1
+            heapq.heappush(self._due, (due, self._counter, conn, response))
+        now = time.monotonic()
+        while self._due and (self._due[0][0] <= now or self._draining):
+            _, _, conn, response = heapq.heappop(self._due)
+            self._completions.append((conn, response))
 
     def _drain_wakeups(self) -> None:
         self._wake_pending = False
@@ -189,9 +238,36 @@ class Processor(threading.Thread):
             local = sock.getsockname()
             self._counter += 1
             conn_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{self.index}-{self._counter}"
-            conn = Connection(conn_id, sock, peer, listener, self._max_frame)
+            security = self._security.get(listener, _PLAINTEXT)
+            tls = security.ssl_context is not None
+            if tls:
+                sock = security.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+            conn = Connection(conn_id, sock, peer, listener, self._max_frame, tls=tls)
+            if not tls:
+                conn.session = Session(security)
             self._conns[conn.fd] = conn
             self._set_interest(conn, _READ)
+
+    def _handshake(self, conn: Connection) -> None:
+        """Advance a TLS handshake; once done the connection reads frames like any other."""
+        conn.last_active = time.monotonic()
+        try:
+            conn.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._set_interest(conn, _READ)
+            return
+        except ssl.SSLWantWriteError:
+            self._set_interest(conn, _WRITE)
+            return
+        except (ssl.SSLError, OSError, ValueError) as e:   # plaintext or garbage on a TLS port
+            log.debug("closing %s: TLS handshake failed: %s", conn.id, e)
+            self._close(conn)
+            return
+        conn.handshaking = False
+        conn.session = Session(self._security[conn.listener], conn.sock.getpeercert() or None)
+        self._set_interest(conn, _READ)
+        if conn.sock.pending():
+            self._on_readable(conn)
 
     def _set_interest(self, conn: Connection, events: int) -> None:
         if conn.events == events or conn.closed:
@@ -209,7 +285,7 @@ class Processor(threading.Thread):
             if not conn.read(self._scratch):
                 self._close(conn)
                 return
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except FrameError as e:
             log.warning("closing %s: %s", conn.id, e)
@@ -251,6 +327,9 @@ class Processor(threading.Thread):
         if response is _CLOSE:
             self._close(conn)
             return False
+        if type(response) is _Last:
+            conn.close_after_send = True
+            response = response.chunks
         if response is not _NO_RESPONSE:
             conn.send = Send(response)
             if not self._write(conn):
@@ -269,6 +348,9 @@ class Processor(threading.Thread):
         """Push the pending response; True when it is out (False: waiting for writability or closed)."""
         try:
             if conn.write():
+                if conn.close_after_send:
+                    self._close(conn)
+                    return False
                 return True
         except (OSError, EOFError) as e:
             log.debug("closing %s while sending: %s", conn.id, e)

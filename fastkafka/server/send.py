@@ -17,7 +17,9 @@ Example::
 """
 from __future__ import annotations
 
+import os
 import socket
+import ssl
 from typing import Callable, Sequence
 
 from fastkafka._core.transfer import sendfile_step
@@ -26,6 +28,8 @@ __all__ = ["FileRegion", "Send", "response_size"]
 
 # Linux's IOV_MAX is 1024; a response with more chunks is sent over several calls.
 _MAX_IOV = 512
+# TLS: what one write encrypts at most (a few 16 KiB records; one pread of a file region)
+_TLS_PIECE = 256 * 1024
 
 
 class FileRegion:
@@ -67,12 +71,13 @@ def response_size(chunks: Sequence) -> int:
 class Send:
     """Progress of one response through a non-blocking socket. Not thread-safe: one processor owns it."""
 
-    __slots__ = ("chunks", "index", "offset")
+    __slots__ = ("chunks", "index", "offset", "encrypting")
 
     def __init__(self, chunks: Sequence):
         self.chunks = chunks
         self.index = 0   # first chunk not fully sent
         self.offset = 0  # bytes of chunks[index] already sent
+        self.encrypting: memoryview | None = None  # TLS: the piece the socket took only part of
 
     def write_to(self, sock: socket.socket) -> bool:
         """Write as much as the socket takes; True when everything is sent.
@@ -127,6 +132,54 @@ class Send:
             if i < end:
                 return False  # the socket took only part of the run: it is full
         return True
+
+    def write_tls_to(self, sock) -> bool:
+        """:meth:`write_to` over an ``ssl.SSLSocket``: TLS has neither scatter/gather nor
+        sendfile, so runs of small chunks are joined and file regions read (``pread``) before
+        encryption — the copy DESIGN §3 expects for TLS. A piece the socket took only part of is
+        offered again unchanged, as OpenSSL requires."""
+        while True:
+            piece = self.encrypting
+            if piece is None:
+                piece = self._next_tls_piece()
+                if piece is None:
+                    return True
+            try:
+                sent = sock.send(piece)
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError, InterruptedError):
+                self.encrypting = piece
+                return False
+            self.encrypting = piece[sent:] if sent < len(piece) else None
+
+    def _next_tls_piece(self) -> memoryview | None:
+        chunks = self.chunks
+        n_chunks = len(chunks)
+        while self.index < n_chunks:
+            chunk = chunks[self.index]
+            if type(chunk) is FileRegion:
+                remaining = chunk.length - self.offset
+                if not remaining:
+                    chunk.done()
+                    self.index += 1
+                    self.offset = 0
+                    continue
+                data = os.pread(chunk.fd, min(remaining, _TLS_PIECE), chunk.position + self.offset)
+                if not data:
+                    raise EOFError(f"{chunk!r} ended early")
+                self.offset += len(data)
+                return memoryview(data)
+            if len(chunk) >= _TLS_PIECE:
+                self.index += 1
+                return memoryview(chunk)
+            end, size = self.index, 0   # join small chunks into one TLS write
+            while end < n_chunks and type(chunks[end]) is not FileRegion and size < _TLS_PIECE:
+                size += len(chunks[end])
+                end += 1
+            piece = b"".join(chunks[self.index:end])
+            self.index = end
+            if piece:
+                return memoryview(piece)
+        return None
 
     def abandon(self) -> None:
         """The connection is gone: release every region not yet released."""

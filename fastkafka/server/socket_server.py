@@ -107,7 +107,8 @@ class SocketServer:
     def __init__(self, listeners: list[str], submit: Callable[[Request], None], *,
                  num_network_threads: int = 3, max_connections: int = 2**31 - 1,
                  max_connections_per_ip: int = 2**31 - 1, max_connections_per_ip_overrides=(),
-                 max_request_bytes: int = 104857600, idle_ms: int = 600_000, backlog: int = 128):
+                 max_request_bytes: int = 104857600, idle_ms: int = 600_000, backlog: int = 128,
+                 security: dict | None = None):
         self._specs = [parse_listener(s) for s in listeners]
         names = [n for n, _, _ in self._specs]
         if len(set(names)) != len(names):
@@ -125,7 +126,8 @@ class SocketServer:
         self.bound: dict[str, tuple[str, int]] = {}
         self._listen: list[tuple[socket.socket, str]] = []
         self.processors = [
-            Processor(i, submit, max_frame=max_request_bytes, idle_ms=idle_ms, on_close=self._closed)
+            Processor(i, submit, max_frame=max_request_bytes, idle_ms=idle_ms, on_close=self._closed,
+                      security=security)
             for i in range(max(1, num_network_threads))
         ]
         self._acceptor = threading.Thread(target=self._accept_loop, name="fastkafka-acceptor", daemon=True)

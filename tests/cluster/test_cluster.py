@@ -345,7 +345,7 @@ def test_topic_config_altered_through_one_broker_applies_on_the_leader(cluster):
         "configs": [{"name": "max.message.bytes", "config_operation": 0, "value": "300"}]}]})
     assert resp.responses[0].error_code == 0
     data, _ = cluster.zk.get(znodes.config_topic_path("cfg"))
-    assert znodes.TopicConfig.decode("cfg", data).config == {"max.message.bytes": "300"}
+    assert znodes.EntityConfig.decode("/config/topics/cfg", data).config == {"max.message.bytes": "300"}
 
     def leader_says():
         r = raw_call(cluster.brokers[leader].port, ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [

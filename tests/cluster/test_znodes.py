@@ -46,8 +46,8 @@ def test_state_assignment_config_and_cluster_id_round_trip():
     a = znodes.TopicAssignment({0: (1, 2), 1: (2, 3)})
     assert json.loads(a.encode()) == {"version": 1, "partitions": {"0": [1, 2], "1": [2, 3]}}
     assert znodes.TopicAssignment.decode("t", a.encode()) == a
-    c = znodes.TopicConfig({"retention.ms": "1000"})
-    assert znodes.TopicConfig.decode("t", c.encode()) == c
+    c = znodes.EntityConfig({"retention.ms": "1000"})
+    assert znodes.EntityConfig.decode("/config/topics/t", c.encode()) == c
     cid = znodes.ClusterId("q1Sh-9_ISia_zwGINzRvyQ")
     assert json.loads(cid.encode()) == {"version": "1", "id": "q1Sh-9_ISia_zwGINzRvyQ"}
     assert znodes.ClusterId.decode(cid.encode()) == cid

@@ -73,7 +73,7 @@ def plain(obj):
 
 def _their_classes():
     found = {}
-    for pkg in ("admin", "consumer", "metadata", "producer"):
+    for pkg in ("admin", "consumer", "metadata", "producer", "sasl"):
         mod = importlib.import_module(f"kafka.protocol.{pkg}")
         for _, cls in inspect.getmembers(mod, inspect.isclass):
             if hasattr(cls, "API_KEY") and getattr(cls, "_json", None):

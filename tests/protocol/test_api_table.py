@@ -18,7 +18,10 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Descr
            # transactions (issue 15); InitProducerId 2+ (flexible) and 3+ (KIP-360 epoch bumps)
            "InitProducerId": 4, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 3, "EndTxn": 3,
            "WriteTxnMarkers": 1, "TxnOffsetCommit": 3, "DescribeTransactions": 0,
-           "ListTransactions": 1}
+           "ListTransactions": 1,
+           # security (issue 16): SASL (KIP-43, KIP-152, KIP-368), SCRAM users (KIP-554)
+           "SaslHandshake": 1, "SaslAuthenticate": 2, "DescribeUserScramCredentials": 0,
+           "AlterUserScramCredentials": 0}
 
 
 def test_declared_ranges_are_the_design_ranges():

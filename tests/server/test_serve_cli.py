@@ -135,20 +135,27 @@ def test_second_broker_on_the_same_log_dir_refuses_to_start(tmp_path):
         assert stop(third)[0] == 0
 
 
-@pytest.mark.parametrize("listeners, protocol_map, named", [
-    ("SSL://127.0.0.1:{port}", None, "SSL"),
-    ("SASL_SSL://127.0.0.1:{port}", None, "SASL_SSL"),
-    ("SASL_PLAINTEXT://127.0.0.1:{port}", None, "SASL_PLAINTEXT"),
-    ("CLIENT://127.0.0.1:{port}", "CLIENT:SSL", "SSL"),
+@pytest.mark.parametrize("listeners, extra, message", [
+    ("SSL://127.0.0.1:{port}", [], "listener SSL: an SSL listener needs ssl.keystore.location"),
+    ("SASL_SSL://127.0.0.1:{port}", [], "listener SASL_SSL: an SSL listener needs ssl.keystore.location"),
+    ("SASL_PLAINTEXT://127.0.0.1:{port}", [], "sasl.enabled.mechanisms=GSSAPI: GSSAPI cannot be served"),
+    ("CLIENT://127.0.0.1:{port}", ["listener.security.protocol.map=CLIENT:SSL"],
+     "listener CLIENT: an SSL listener needs ssl.keystore.location"),
+    ("SASL_PLAINTEXT://127.0.0.1:{port}", ["sasl.enabled.mechanisms=PLAIN"],
+     "listener SASL_PLAINTEXT offers PLAIN but has no listener.name.sasl_plaintext.plain.sasl.jaas.config"),
+    ("SSL://127.0.0.1:{port}", ["ssl.keystore.location=/nonexistent.pem"],
+     "cannot load the key store /nonexistent.pem"),
+    ("CLIENT://127.0.0.1:{port}", ["listener.security.protocol.map=CLIENT:KERBEROS"],
+     "KERBEROS is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
 ])
-def test_unimplemented_security_protocol_is_a_startup_error(tmp_path, listeners, protocol_map, named):
-    """Until TLS and SASL exist, such a listener must not be served in plaintext."""
+def test_unusable_security_settings_are_a_startup_error(tmp_path, listeners, extra, message):
+    """A secured listener that cannot be served as configured is never served in plaintext."""
     port = free_port()
     args = ["--override", "listeners=" + listeners.format(port=port), "--override", f"log.dirs={tmp_path}"]
-    if protocol_map:
-        args += ["--override", f"listener.security.protocol.map={protocol_map}"]
+    for e in extra:
+        args += ["--override", e]
     code, err = exited(serve_process(*args), timeout=30)
     assert code == 1 and "Traceback" not in err
-    assert f"security protocol {named}, which this broker does not implement yet" in err, err
+    assert message in err, err
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()

@@ -17,6 +17,8 @@ from .list_offsets import handle_list_offsets
 from .metadata import handle_metadata
 from .offset_for_leader_epoch import handle_offset_for_leader_epoch
 from .produce import handle_produce
+from .sasl import SASL_RANGES
+from .scram_credentials import SCRAM_CREDENTIAL_RANGES
 from .transactions import TRANSACTION_RANGES
 
 __all__ = ["HANDLERS", "RANGES", "advertised_apis"]
@@ -41,6 +43,8 @@ RANGES = {
 RANGES.update(GROUP_RANGES)  # group coordinator, offsets (issue 5: handlers/group.py)
 RANGES.update(CLUSTER_ADMIN_RANGES)  # Kafka 3.x admin surface (issue 17)
 RANGES.update(TRANSACTION_RANGES)  # InitProducerId and transactions (issue 15)
+RANGES.update(SASL_RANGES)  # authentication (issue 16)
+RANGES.update(SCRAM_CREDENTIAL_RANGES)  # SCRAM users (issue 16)
 
 HANDLERS = {key: h for key, (h, _, _) in RANGES.items()}
 

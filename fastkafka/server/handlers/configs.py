@@ -16,7 +16,7 @@ v0 marks defaults with ``is_default``; v1+ with ``config_source`` and, on reques
 from __future__ import annotations
 
 from fastkafka import errors
-from fastkafka.config import KEYS, LIST, TOPIC_KEYS
+from fastkafka.config import KEYS, LIST, PASSWORD, TOPIC_KEYS
 
 from .failure import failure
 
@@ -74,17 +74,18 @@ def _broker_configs(ctx, cls, name: str, keys, synonyms: bool):
     originals = broker.config.originals
     out = []
     for kname in _wanted(keys, sorted(KEYS)):
-        value = _fmt(broker.config[kname])
+        sensitive = KEYS[kname].type is PASSWORD
+        value = None if sensitive else _fmt(broker.config[kname])   # Kafka never shows secrets
         source = STATIC_BROKER_CONFIG if kname in originals else DEFAULT_CONFIG
         syn = [(kname, value, source)]
-        out.append(_entry(cls, kname, value, True, source, syn if synonyms else []))
+        out.append(_entry(cls, kname, value, True, source, syn if synonyms else [], sensitive))
     return out
 
 
-def _entry(cls, name, value, read_only, source, synonyms):
+def _entry(cls, name, value, read_only, source, synonyms, sensitive=False):
     c = cls.Results.Configs
     return c(name=name, value=value, read_only=read_only, config_source=source,
-             is_default=source == DEFAULT_CONFIG, is_sensitive=False,
+             is_default=source == DEFAULT_CONFIG, is_sensitive=sensitive,
              synonyms=[c.Synonyms(name=n, value=v, source=s) for n, v, s in synonyms])
 
 

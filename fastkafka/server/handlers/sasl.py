@@ -1,0 +1,67 @@
+"""SaslHandshake and SaslAuthenticate: a connection proves who it is (KIP-43, KIP-152, KIP-368).
+
+The mechanism exchange itself lives in :mod:`fastkafka.security`; the connection's
+:class:`~fastkafka.server.listener_security.Session` holds its progress. A failed
+authentication is answered (SASL_AUTHENTICATION_FAILED, or UNSUPPORTED_SASL_MECHANISM) only after
+``connection.failed.authentication.delay.ms``, and the connection is then closed, as Kafka does.
+"""
+from __future__ import annotations
+
+import logging
+
+from fastkafka import errors
+from fastkafka.protocol import ApiKey
+from fastkafka.security import AuthenticationFailed
+
+from ..dispatch import DELAYED
+
+__all__ = ["SASL_RANGES"]
+
+log = logging.getLogger("fastkafka.server")
+
+
+def _fail_later(ctx, response) -> object:
+    ctx.send_then_close(response, ctx.session.security.failed_auth_delay_ms / 1000.0)
+    return DELAYED
+
+
+def handle_sasl_handshake(ctx, req):
+    session = ctx.session
+    security = session.security
+    if not security.sasl:  # Kafka answers this on listeners without SASL
+        return ctx.response(error_code=errors.IllegalSaslStateError.code, mechanisms=[])
+    mechanism = req.mechanism
+    enabled = list(security.mechanisms)
+    if mechanism not in security.mechanisms:
+        return _fail_later(ctx, ctx.response(error_code=errors.UnsupportedSaslMechanismError.code,
+                                             mechanisms=enabled))
+    if session.authenticated and (ctx.version == 0 or mechanism != session.mechanism):
+        # KIP-368: re-authentication is SaslHandshake v1+ with the mechanism of the session
+        return _fail_later(ctx, ctx.response(error_code=errors.IllegalSaslStateError.code,
+                                             mechanisms=enabled))
+    session.start(mechanism, raw_tokens=ctx.version == 0)
+    return ctx.response(error_code=0, mechanisms=enabled)
+
+
+def handle_sasl_authenticate(ctx, req):
+    session = ctx.session
+    if session.authenticator is None:
+        return _fail_later(ctx, ctx.response(
+            error_code=errors.IllegalSaslStateError.code,
+            error_message="SaslAuthenticate without a SaslHandshake v1 first", auth_bytes=b""))
+    reauthentication = session.authenticated
+    try:
+        reply = session.step(req.auth_bytes)
+    except AuthenticationFailed as e:
+        log.info("%s: SASL %s authentication failed: %s", ctx.request.connection_id, session.mechanism, e)
+        return _fail_later(ctx, ctx.response(
+            error_code=e.code, auth_bytes=b"",
+            error_message=e.client_message(session.mechanism, reauthentication=reauthentication)))
+    lifetime = session.lifetime_ms() if session.authenticator is None else 0
+    return ctx.response(error_code=0, auth_bytes=reply, session_lifetime_ms=lifetime)
+
+
+SASL_RANGES = {
+    ApiKey.SASL_HANDSHAKE: (handle_sasl_handshake, 0, 1),
+    ApiKey.SASL_AUTHENTICATE: (handle_sasl_authenticate, 0, 2),
+}
