@@ -32,6 +32,9 @@ def _connection_options(p: argparse.ArgumentParser, defaults: bool) -> None:
     p.add_argument("-X", "--property", action="append", metavar="KEY=VALUE",
                    default=[] if defaults else argparse.SUPPRESS,
                    help="a client property with Kafka's name, e.g. -X acks=1 (repeatable)")
+    p.add_argument("--command-config", metavar="FILE", default=None if defaults else argparse.SUPPRESS,
+                   help="a properties file of client settings (security.protocol, ssl.*, sasl.*, "
+                        "...), as Kafka's tools take; -X wins over it")
 
 
 def tool_parser(prog: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:
@@ -68,8 +71,34 @@ def parse_pairs(items: list[str], what: str) -> list[tuple[str, str]]:
 def client_config(args, **overrides) -> ClientConfig:
     props = {"bootstrap.servers": args.bootstrap_server}
     props.update(overrides)
+    if args.command_config:
+        with open(args.command_config, encoding="utf-8") as f:
+            props.update(parse_properties(f.read()))
     props.update(parse_pairs(args.property, "-X"))
     return ClientConfig(props)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    r"""A Java ``.properties`` file's entries: ``key=value`` or ``key: value``, ``#``/``!``
+    comments, a trailing backslash continuing the line.
+
+    >>> parse_properties("# client\nsecurity.protocol=SASL_SSL\nsasl.jaas.config=a \\\n  b;\n")
+    {'security.protocol': 'SASL_SSL', 'sasl.jaas.config': 'a b;'}
+    """
+    out, pending = {}, ""
+    for raw in text.splitlines():
+        line = raw.strip() if not pending else raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending += line[:-1]
+            continue
+        line, pending = pending + line, ""
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if cut <= 0:
+            raise ConfigException(f"--command-config: {line!r} is not key=value")
+        out[line[:cut].strip()] = line[cut + 1:].strip()
+    return out
 
 
 class Terminated(BaseException):

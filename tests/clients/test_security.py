@@ -484,3 +484,33 @@ def test_session_expiry_and_reauthentication(tmp_path, certs):
             p.flush(10)
             time.sleep(0.5)
         assert delivered == [None] * 8
+
+
+def test_configs_tool_manages_scram_users_over_sasl_ssl(secure, certs, tmp_path, capsys):
+    """``fastkafka configs --entity-type users`` (kafka-configs.sh's syntax), its client settings
+    from ``--command-config`` as Kafka's tools take them."""
+    from fastkafka.cli import configs, topics
+    props = tmp_path / "client.properties"
+    props.write_text(f"security.protocol=SASL_SSL\nssl.truststore.location={certs.ca}\n"
+                     "sasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+                     '    username="alice" password="alice-secret";\n')
+    secured = ["-b", secure.addr["SASL_SSL"], "--command-config", str(props)]
+    assert configs.main(secured + ["--alter", "--entity-type", "users", "--entity-name", "dave",
+                                   "--add-config", "SCRAM-SHA-256=[iterations=8192,password=d,a=v,e],"
+                                                   "SCRAM-SHA-512=[password=other]"]) == 0
+    assert configs.main(secured + ["--describe", "--entity-type", "users", "--entity-name", "dave"]) == 0
+    out = capsys.readouterr().out
+    assert "SCRAM credential configs for user-principal 'dave' are SCRAM-SHA-256=iterations=8192, " \
+           "SCRAM-SHA-512=iterations=4096" in out
+    # dave can log in with the password that holds commas and '='
+    dave = tmp_path / "dave.properties"
+    dave.write_text(props.read_text().replace('username="alice" password="alice-secret"',
+                                              'username="dave" password="d,a=v,e"'))
+    assert topics.main(["-b", secure.addr["SASL_SSL"], "--command-config", str(dave), "list"]) == 0
+    assert configs.main(secured + ["--alter", "--entity-type", "users", "--entity-name", "dave",
+                                   "--delete-config", "SCRAM-SHA-256,SCRAM-SHA-512"]) == 0
+    assert topics.main(["-b", secure.addr["SASL_SSL"], "--command-config", str(dave),
+                        "-X", "retries=0", "list"]) == 1
+    err = capsys.readouterr().err
+    assert "SASL_AUTHENTICATION_FAILED" in err or "uthentication failed" in err, err
