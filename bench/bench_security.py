@@ -4,6 +4,9 @@
   process serving both listeners. Target >= 0.6x. Broker CPU seconds per GiB alongside.
 * Fetch over SSL against PLAINTEXT: a confluent-kafka consumer reading the topic just produced
   (TLS cannot use sendfile: the broker reads the file and encrypts). Target >= 0.5x.
+* Abuse: a PLAINTEXT producer's rate while another process holds 1,000 TLS connections that
+  never finish their handshake and fails SCRAM logins from 20 threads without pause, against
+  the same producer undisturbed. Target >= 0.8x.
 * Connection set-up: our client's BrokerConnection (TCP, TLS, ApiVersions, SASL) opened and
   closed in a loop — PLAINTEXT against SASL_PLAINTEXT SCRAM-SHA-256 and SASL_SSL SCRAM-SHA-512
   (4096 iterations: the client's PBKDF2 is most of it; the broker stores derived keys).
@@ -84,6 +87,46 @@ def connect_rate(host: str, port: int, props: dict, n: int) -> float:
     return n / (time.perf_counter() - start)
 
 
+ATTACKER = """
+import socket, sys, threading
+sys.path.insert(0, {root!r})
+from fastkafka.client.config import ClientConfig
+from fastkafka.client.connection import BrokerConnection
+from fastkafka.client.security import ClientSecurity
+stalled = [socket.create_connection(("127.0.0.1", {ssl_port}), timeout=10) for _ in range(1000)]
+wrong = ClientSecurity.from_config(ClientConfig({{"security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "bench", "sasl.password": "guess"}}))
+def guess():
+    while True:
+        try:
+            BrokerConnection("127.0.0.1", {sasl_port}, security=wrong).connect()
+        except Exception:
+            pass
+for _ in range(20):
+    threading.Thread(target=guess, daemon=True).start()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def under_attack(addr: dict, ports: dict, n: int, calm_first: bool) -> tuple[float, float]:
+    """(seconds undisturbed, seconds under attack) for the same PLAINTEXT produce."""
+    import subprocess
+    calm = produce({"bootstrap.servers": addr["PLAINTEXT"]}, f"calm-{uuid.uuid4()}", n) if calm_first else 0
+    attacker = subprocess.Popen([sys.executable, "-c", ATTACKER.format(
+        root=ROOT, ssl_port=ports["SSL"], sasl_port=ports["SASL_PLAINTEXT"])],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert attacker.stdout.readline().strip() == "ready"
+        attacked = produce({"bootstrap.servers": addr["PLAINTEXT"]}, f"attacked-{uuid.uuid4()}", n)
+    finally:
+        attacker.kill()
+        attacker.wait()
+    if not calm_first:
+        calm = produce({"bootstrap.servers": addr["PLAINTEXT"]}, f"calm-{uuid.uuid4()}", n)
+    return calm, attacked
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -129,6 +172,10 @@ def main() -> None:
                       f"({cpu[kind, 'PLAINTEXT'] / mib * 1024:5.1f} broker CPU s/GiB)  SSL "
                       f"{mib / tls:7.1f} MiB/s ({cpu[kind, 'SSL'] / mib * 1024:5.1f} CPU s/GiB)  "
                       f"ratio {plain / tls:.2f}x")
+        for r in range(args.rounds):
+            calm, attacked = under_attack(addr, ports, n // 4, calm_first=r % 2 == 0)
+            print(f"round {r}: produce undisturbed {mib / 4 / calm:7.1f} MiB/s  under attack "
+                  f"{mib / 4 / attacked:7.1f} MiB/s  ratio {calm / attacked:.2f}x")
         sasl = {"sasl.username": "bench", "sasl.password": "bench-secret"}
         cases = [("PLAINTEXT", {}),
                  ("SASL_PLAINTEXT", dict(sasl, **{"security.protocol": "SASL_PLAINTEXT",

@@ -25,7 +25,8 @@ yet (reported by --describe all the same):
 """ + "\n".join(f"  {name}: {why}" for name, why in topic_configs_without_effect().items()) + """
 SCRAM users (the password is salted here; the broker stores only derived keys):
   fastkafka configs --alter --entity-type users --entity-name alice --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]'
-  fastkafka configs --describe --entity-type users [--entity-name alice]
+  fastkafka configs --describe --entity-type users --entity-name alice
+  fastkafka configs --describe --entity-type users
   fastkafka configs --alter --entity-type users --entity-name alice --delete-config SCRAM-SHA-512
 
 Broker configs are read-only here (not dynamic yet); client quotas are not implemented yet."""

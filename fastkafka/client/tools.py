@@ -16,6 +16,8 @@ import threading
 
 from fastkafka import errors
 
+from fastkafka.config import load_properties
+
 from .config import ClientConfig, ConfigException
 
 __all__ = ["tool_parser", "tool_subparsers", "client_config", "run", "parse_pairs", "ToolError", "Terminated"]
@@ -73,32 +75,9 @@ def client_config(args, **overrides) -> ClientConfig:
     props.update(overrides)
     if args.command_config:
         with open(args.command_config, encoding="utf-8") as f:
-            props.update(parse_properties(f.read()))
+            props.update(load_properties(f.read()))
     props.update(parse_pairs(args.property, "-X"))
     return ClientConfig(props)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    r"""A Java ``.properties`` file's entries: ``key=value`` or ``key: value``, ``#``/``!``
-    comments, a trailing backslash continuing the line.
-
-    >>> parse_properties("# client\nsecurity.protocol=SASL_SSL\nsasl.jaas.config=a \\\n  b;\n")
-    {'security.protocol': 'SASL_SSL', 'sasl.jaas.config': 'a b;'}
-    """
-    out, pending = {}, ""
-    for raw in text.splitlines():
-        line = raw.strip() if not pending else raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending += line[:-1]
-            continue
-        line, pending = pending + line, ""
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if cut <= 0:
-            raise ConfigException(f"--command-config: {line!r} is not key=value")
-        out[line[:cut].strip()] = line[cut + 1:].strip()
-    return out
 
 
 class Terminated(BaseException):

@@ -514,3 +514,92 @@ def test_configs_tool_manages_scram_users_over_sasl_ssl(secure, certs, tmp_path,
                         "-X", "retries=0", "list"]) == 1
     err = capsys.readouterr().err
     assert "SASL_AUTHENTICATION_FAILED" in err or "uthentication failed" in err, err
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def test_failed_logins_and_stalled_handshakes_cost_only_their_connections(secure, certs):
+    """1,000 TLS connections that never send a ClientHello and 1,000 failed SCRAM logins, while
+    a legitimate SASL_SSL client keeps producing: it is served throughout, every attacker is
+    refused or left waiting on its own connection, and the broker's memory stays bounded.
+    (The throughput ratio under this load is bench/bench_security.py's.)"""
+    import concurrent.futures
+
+    from fastkafka.client.config import ClientConfig
+    from fastkafka.client.connection import BrokerConnection
+    from fastkafka.client.security import ClientSecurity
+
+    host, port = secure.addr["SSL"].split(":")
+    rss_before = _rss_kib()
+    stalled = [socket.create_connection((host, int(port)), timeout=10) for _ in range(1000)]
+    sasl_host, sasl_port = secure.addr["SASL_PLAINTEXT"].split(":")
+    wrong = ClientSecurity.from_config(ClientConfig({
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "alice", "sasl.password": "guess"}))
+
+    def fail_login(_):
+        try:
+            BrokerConnection(sasl_host, int(sasl_port), security=wrong).connect()
+        except Exception as e:      # the broker's answer: error 58, then the connection closes
+            return type(e).__name__
+        return "accepted"
+
+    conf = _librdkafka(secure, certs, "SASL_SSL", "SCRAM-SHA-512", False)
+    delivered = []
+    p = ck.Producer(dict(conf, **{"linger.ms": 1}))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(50) as pool:
+            logins = pool.map(fail_login, range(1000))
+            for i in range(200):          # the legitimate client, meanwhile
+                p.produce("abuse", b"%d" % i, on_delivery=lambda err, m: delivered.append(err))
+                p.poll(0.005)
+            outcomes = list(logins)
+        assert p.flush(30) == 0
+    finally:
+        for s in stalled:
+            s.close()
+    assert outcomes.count("SaslAuthenticationFailedError") == 1000, set(outcomes)
+    assert delivered == [None] * 200
+    # the stalled handshakes and failed logins are gone without a trace worth speaking of
+    assert _rss_kib() - rss_before < 64 * 1024
+    _healthy(secure)
+
+
+def _readme_properties() -> list[dict[str, str]]:
+    import pathlib
+    import re
+    from fastkafka.config import load_properties
+    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    return [load_properties(block) for block in re.findall(r"```properties\n(.*?)```", text, re.S)]
+
+
+def test_readme_security_example(tmp_path, certs):
+    """README's server.properties and client properties, verbatim but for the certificate paths
+    and ports: the broker starts from them and the tools reach it over SASL_SSL."""
+    from fastkafka.cli import configs, topics
+    server, client = _readme_properties()
+    ports = {}
+    for spec in server["listeners"].split(","):
+        name = spec.split("://")[0]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports[name] = s.getsockname()[1]
+    props = dict(server, **{"listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
+                            "ssl.keystore.location": str(certs.broker), "log.dirs": str(tmp_path / "data")})
+    broker = Broker(KafkaConfig(props, strict=True))
+    broker.startup()
+    try:
+        plain = f"127.0.0.1:{ports['PLAINTEXT']}"
+        assert configs.main(["-b", plain, "--alter", "--entity-type", "users", "--entity-name", "alice",
+                             "--add-config", "SCRAM-SHA-256=[password=alice-secret]"]) == 0
+        conf = tmp_path / "client.properties"
+        conf.write_text("".join(f"{k}={v}\n" for k, v in dict(
+            client, **{"ssl.truststore.location": str(certs.ca)}).items()))
+        assert topics.main(["-b", f"127.0.0.1:{ports['SASL_SSL']}", "--command-config", str(conf),
+                            "create", "readme-secured"]) == 0
+        assert topics.main(["-b", f"127.0.0.1:{ports['SASL_SSL']}", "--command-config", str(conf), "list"]) == 0
+    finally:
+        broker.shutdown(10)
