@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import socket
+import ssl
 import struct
 
 from fastkafka import errors
@@ -33,7 +34,7 @@ from fastkafka.protocol import ApiKey
 
 from .security import ClientSecurity
 
-__all__ = ["BrokerConnection", "ConnectionError_", "negotiate"]
+__all__ = ["BrokerConnection", "ConnectionError_", "SslAuthenticationError", "negotiate"]
 
 _SIZE = struct.Struct(">i")
 # Responses larger than this are refused: a desynchronised stream reads garbage as a size.
@@ -42,6 +43,10 @@ MAX_RESPONSE_BYTES = 1 << 30
 
 class ConnectionError_(errors.NetworkException):
     """The broker could not be reached or the connection broke (retriable, code 13)."""
+
+
+class SslAuthenticationError(errors.KafkaError):
+    """The broker's certificate was refused (Kafka's SslAuthenticationException: not retriable)."""
 
 
 def negotiate(broker_ranges: dict[int, tuple[int, int]]) -> dict[int, int]:
@@ -114,6 +119,9 @@ class BrokerConnection:
         if self.security is not None:
             try:
                 sock = self.security.wrap(sock, self.host)
+            except ssl.SSLCertVerificationError as e:
+                sock.close()
+                raise SslAuthenticationError(f"TLS handshake with {self.host}:{self.port} failed: {e}") from None
             except OSError as e:
                 sock.close()
                 raise ConnectionError_(f"TLS handshake with {self.host}:{self.port} failed: {e}") from None

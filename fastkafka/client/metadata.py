@@ -138,6 +138,8 @@ class Cluster:
             try:
                 conn.connect()
             except errors.KafkaError as e:
+                if not e.retriable:   # refused credentials or certificate: another broker would too
+                    raise
                 last = e
                 continue
             self._meta_conn = conn

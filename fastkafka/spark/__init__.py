@@ -11,6 +11,18 @@ Example::
     df = (spark.read.format("fastkafka").option("kafka.bootstrap.servers", "127.0.0.1:9092")
           .option("subscribe", "orders").load())
     df.selectExpr("CAST(value AS STRING)").show()
+
+A secured broker takes Spark's ``kafka.``-prefixed security options (``kafka.security.protocol``,
+``kafka.ssl.*``, ``kafka.sasl.*``; see :mod:`fastkafka.spark.options`) on reads and writes. A
+file option is read by the driver (when it plans a read) and by every executor, so the file must
+be there; PEM text (``kafka.ssl.truststore.certificates``) needs none::
+
+    df = (spark.read.format("fastkafka").option("kafka.bootstrap.servers", "broker:9093")
+          .option("kafka.security.protocol", "SASL_SSL")
+          .option("kafka.sasl.mechanism", "SCRAM-SHA-512")
+          .option("kafka.sasl.username", "alice").option("kafka.sasl.password", password)
+          .option("kafka.ssl.truststore.location", "/etc/kafka/ca.pem")
+          .option("subscribe", "orders").load())
 """
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ def read_range(opts: SourceOptions, part: InputPartition) -> Iterator:
 
 
 def _read(opts, part):
-    with connect(opts.bootstrap_servers, opts.request_timeout_ms) as cluster:
+    with connect(opts) as cluster:
         yield from prefetched(fetch_range(cluster, part.topic, part.partition, part.start,
                                           part.end, opts))
 
@@ -79,7 +79,7 @@ class BatchReader(DataSourceReader):
 
     def partitions(self) -> list:
         opts, pushed = self.opts, self.pushed
-        with connect(opts.bootstrap_servers, opts.request_timeout_ms) as cluster:
+        with connect(opts) as cluster:
             tps = [tp for tp in discover(cluster, opts)
                    if pushed.partitions is None or tp[1] in pushed.partitions]
             earliest, latest = broker_offsets(cluster, tps)

@@ -43,7 +43,7 @@ from fastkafka._core.records import batch_index
 from fastkafka.client import Cluster
 from fastkafka.protocol import ApiKey
 
-from .options import EARLIEST, LATEST, SourceOptions
+from .options import EARLIEST, LATEST, SourceOptions, client_config
 from .planning import DataLossError
 
 __all__ = ["connect", "discover", "list_offsets", "fetch_range", "spark_columns", "EARLIEST",
@@ -64,10 +64,10 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
 
 
 @contextlib.contextmanager
-def connect(bootstrap_servers: str, request_timeout_ms: int = 30_000):
-    """A :class:`Cluster` for one planning step or one task, closed afterwards."""
-    cluster = Cluster({"bootstrap.servers": bootstrap_servers, "client.id": "fastkafka-spark",
-                       "request.timeout.ms": request_timeout_ms})
+def connect(opts: SourceOptions):
+    """A :class:`Cluster` for one planning step or one task, closed afterwards; it reaches the
+    brokers as ``opts.security`` says (files read here, i.e. on the driver or the executor)."""
+    cluster = Cluster(client_config(opts, "fastkafka-spark"))
     try:
         yield cluster
     finally:

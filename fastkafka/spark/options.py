@@ -6,6 +6,18 @@ Spark-free and pure: a case-insensitive ``options`` mapping in, a frozen :class:
 one fails the same way. Offsets live in :class:`OffsetSpec`, which the planner resolves against
 the broker's offsets (:mod:`fastkafka.spark.planning`).
 
+Security: as Spark's source hands every ``kafka.``-prefixed option to the Kafka client, the
+``kafka.security.protocol``, ``kafka.ssl.*`` and ``kafka.sasl.*`` options become the client's
+``security.protocol``/``ssl.*``/``sasl.*`` (:data:`SECURITY_KEYS`: the ones
+:data:`fastkafka.client.config.CLIENT_KEYS` knows, plus librdkafka's ``ssl.ca.location`` and
+``sasl.mechanisms``). They are checked here, so a typo or a bad value fails the query when it is
+planned; file options (``kafka.ssl.truststore.location``, ``kafka.ssl.keystore.location``) are
+read where a client is built -- by the driver when it plans a read and by every executor -- so
+the files must exist there, as with Spark's source. The PEM text options
+(``kafka.ssl.truststore.certificates``, ``kafka.ssl.keystore.certificate.chain`` +
+``kafka.ssl.keystore.key``) need no files. :func:`client_config` is the one place options
+become a :class:`~fastkafka.client.config.ClientConfig`.
+
 Example::
 
     >>> o = parse_source_options({"kafka.bootstrap.servers": "127.0.0.1:9092",
@@ -25,9 +37,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from fastkafka.client.config import ALIASES, CLIENT_KEYS, ClientConfig, ConfigException
+from fastkafka.client.security import ClientSecurity
+
 __all__ = ["KafkaOptionError", "OffsetSpec", "SourceOptions", "SinkOptions", "EARLIEST", "LATEST",
-           "parse_source_options", "parse_sink_options", "parse_partition_offsets",
-           "parse_assign", "time_string_as_ms"]
+           "SECURITY_KEYS", "parse_source_options", "parse_sink_options", "parse_partition_offsets",
+           "parse_assign", "time_string_as_ms", "client_config"]
 
 # Kafka's sentinels, also accepted inside offset JSON as Spark documents ("-2 earliest, -1 latest").
 EARLIEST = -2
@@ -38,6 +53,13 @@ _OFFSETS_EXAMPLE = 'Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, 
 _TIMESTAMPS_EXAMPLE = ('Expected e.g. {"topicA": {"0": 123456789, "1": 123456789}, '
                        '"topicB": {"0": 123456789, "1": 123456789}}, got ')
 _ASSIGN_EXAMPLE = 'Expected e.g. {"topicA":[0,1],"topicB":[0,1]}, got '
+# The client's security properties, taken from ``kafka.``-prefixed options: every name the client
+# knows (its keys and their aliases) under these prefixes.
+_SECURITY_PREFIXES = ("security.", "ssl.", "sasl.")
+SECURITY_KEYS = frozenset(name for name in (*CLIENT_KEYS, *ALIASES)
+                          if name.startswith(_SECURITY_PREFIXES))
+# Files, read where the client is built (an executor may have them when the driver has not).
+_FILE_KEYS = frozenset(name for name in SECURITY_KEYS if ALIASES.get(name, name).endswith(".location"))
 _AUTO_OFFSET_RESET = (
     "Kafka option 'auto.offset.reset' is not supported.\n"
     "Instead set the source option 'startingOffsets' to 'earliest' or 'latest'\n"
@@ -98,6 +120,9 @@ class SourceOptions:
     # Spark refuses a reader that can push filters unless spark.sql.python.filterPushdown.enabled
     # is set (off by default), so an unconditional pushFilters would break every default read.
     push_filters: bool = False
+    # Client security properties (``security.protocol``, ``ssl.*``, ``sasl.*``) -> string values,
+    # pickled to the executors with the rest; kept out of repr (passwords).
+    security: dict = field(default_factory=dict, repr=False)
 
     def matches(self, topic: str) -> bool:
         """Whether ``topic`` belongs to the subscription (``assign`` is decided per partition)."""
@@ -119,6 +144,7 @@ class SinkOptions:
     acks: int = -1
     request_timeout_ms: int = 30_000
     include_headers: bool = True
+    security: dict = field(default_factory=dict, repr=False)   # as SourceOptions.security
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -267,6 +293,54 @@ def _check_kafka_params(opts: dict, role: str) -> None:
                                f"configuring Kafka {role}")
 
 
+def _security_options(opts: dict) -> dict:
+    """The ``kafka.security.protocol``/``kafka.ssl.*``/``kafka.sasl.*`` options as client
+    properties, checked as the client will check them (the files excepted: they are read where a
+    client is built)."""
+    props = {}
+    for key, value in opts.items():
+        name = key[len("kafka."):]
+        if not (key.startswith("kafka.") and name.startswith(_SECURITY_PREFIXES)):
+            continue
+        if name not in SECURITY_KEYS:
+            raise KafkaOptionError(f"Kafka option '{name}' is not supported: fastkafka's client "
+                                   f"takes {', '.join(sorted(SECURITY_KEYS))}")
+        props[name] = value
+    if props:
+        try:
+            ClientSecurity.from_config(ClientConfig(
+                {k: v for k, v in props.items() if k not in _FILE_KEYS}))
+        except ConfigException as e:
+            raise KafkaOptionError(f"Invalid Kafka security option: {e}") from None
+    return props
+
+
+def client_config(opts: "SourceOptions | SinkOptions", client_id: str, **props) -> ClientConfig:
+    """The client configuration of ``opts`` (bootstrap servers, request timeout, security) plus
+    ``props`` (Kafka's names): every client the data source builds is built from this.
+
+    >>> o = parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "t",
+    ...     "kafka.security.protocol": "sasl_ssl", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+    ...     "kafka.sasl.username": "u", "kafka.sasl.password": "p",
+    ...     "kafka.ssl.ca.location": "/on/every/executor/ca.pem"})
+    >>> c = client_config(o, "fastkafka-spark", acks=1)
+    >>> c["security.protocol"], c["ssl.truststore.location"], c["acks"]
+    ('SASL_SSL', '/on/every/executor/ca.pem', 1)
+    >>> parse_sink_options({"kafka.bootstrap.servers": "h:1",  # doctest: +ELLIPSIS
+    ...                     "kafka.ssl.truststore.password": "x"})
+    Traceback (most recent call last):
+    ...
+    fastkafka.spark.options.KafkaOptionError: Kafka option 'ssl.truststore.password' is not supported: ...
+    >>> parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.security.protocol": "SASL_SSL",
+    ...                     "kafka.sasl.mechanism": "GSSAPI"})
+    Traceback (most recent call last):
+    ...
+    fastkafka.spark.options.KafkaOptionError: Invalid Kafka security option: sasl.mechanism=GSSAPI: fastkafka's client offers PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+    """
+    return ClientConfig({"bootstrap.servers": opts.bootstrap_servers, "client.id": client_id,
+                         "request.timeout.ms": opts.request_timeout_ms, **opts.security, **props})
+
+
 def _strategy(opts: dict) -> tuple[str, str]:
     given = [s for s in STRATEGIES if s.lower() in opts]
     names = ", ".join(STRATEGIES)
@@ -360,7 +434,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         include_headers=_bool(opts, "includeHeaders", False),
         starting_timestamp_strategy=ts_strategy, fetch_max_bytes=fetch_max,
         request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000),
-        push_filters=_bool(opts, "pushFilters", False))
+        push_filters=_bool(opts, "pushFilters", False), security=_security_options(opts))
 
 
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -387,5 +461,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     return SinkOptions(bootstrap_servers=opts["kafka.bootstrap.servers"].strip(),
                        topic=topic.strip() if topic else None, compression=codec,
                        max_request_size=_int(opts, "kafka.max.request.size", 1 << 20),
-                       acks=-1 if acks == "all" else int(acks), request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000),
-                       include_headers=_bool(opts, "includeHeaders", True))
+                       acks=-1 if acks == "all" else int(acks),
+                       request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000),
+                       include_headers=_bool(opts, "includeHeaders", True),
+                       security=_security_options(opts))

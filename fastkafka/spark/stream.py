@@ -59,7 +59,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger: float | None = None   # monotonic seconds; None: none yet this run
 
     def _connect(self):
-        return connect(self.opts.bootstrap_servers, self.opts.request_timeout_ms)
+        return connect(self.opts)
 
     def initialOffset(self) -> dict:
         opts = self.opts

@@ -36,7 +36,7 @@ from fastkafka.client import Cluster
 from fastkafka.client.partitioner import murmur2_positive_column
 from fastkafka.client.sender import EncodedRecords, Sender
 
-from .options import KafkaOptionError, SinkOptions
+from .options import KafkaOptionError, SinkOptions, client_config
 
 __all__ = ["BatchWriter", "StreamWriter", "KafkaCommitMessage", "validate_write_schema"]
 
@@ -115,11 +115,9 @@ class _TaskProducer:
 
     def __init__(self, opts: SinkOptions):
         self.opts = opts
-        self.cluster = Cluster({
-            "bootstrap.servers": opts.bootstrap_servers, "client.id": "fastkafka-spark-writer",
+        self.cluster = Cluster(client_config(opts, "fastkafka-spark-writer", **{
             "acks": opts.acks, "compression.type": opts.compression,
-            "request.timeout.ms": opts.request_timeout_ms,
-            "max.request.size": opts.max_request_size})
+            "max.request.size": opts.max_request_size}))
         self.sender = Sender(self.cluster)
         self.open: dict[tuple, ArrowRecordsBuilder] = {}
         self.ready: list[tuple[tuple, EncodedRecords]] = []

@@ -603,3 +603,24 @@ def test_readme_security_example(tmp_path, certs):
         assert topics.main(["-b", f"127.0.0.1:{ports['SASL_SSL']}", "--command-config", str(conf), "list"]) == 0
     finally:
         broker.shutdown(10)
+
+
+def test_fastkafka_client_refused_credentials_fail_fast(secure, certs):
+    """Refused credentials and an untrusted broker certificate are not retried (Kafka's clients
+    treat both as fatal): the error names them and comes at once."""
+    from fastkafka import errors
+    from fastkafka.client import AdminClient
+    from fastkafka.client.connection import SslAuthenticationError
+    cases = [
+        ({"bootstrap.servers": secure.addr["SASL_PLAINTEXT"], "security.protocol": "SASL_PLAINTEXT",
+          "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": "nope"},
+         errors.SaslAuthenticationFailedError),
+        ({"bootstrap.servers": secure.addr["SSL"], "security.protocol": "SSL",
+          "ssl.truststore.location": str(certs.other_ca)}, SslAuthenticationError),
+    ]
+    for conf, expected in cases:
+        started = time.monotonic()
+        with pytest.raises(expected):
+            with AdminClient(dict(conf, retries=5, **{"retry.backoff.ms": 500})) as admin:
+                admin.list_topics()
+        assert time.monotonic() - started < 2.0
