@@ -219,12 +219,14 @@ class Processor(threading.Thread):
             self._completions.append((conn, response))
 
     def _drain_wakeups(self) -> None:
-        self._wake_pending = False
         try:
             while self._wake_r.recv(4096):
                 pass
         except (BlockingIOError, InterruptedError):
             pass
+        # Only now: cleared before the drain, a wakeup sent meanwhile was swallowed with the flag
+        # left set, and every later wakeup skipped (new connections waited for the select timeout).
+        self._wake_pending = False
 
     def _register_new(self) -> None:
         while self._new:

@@ -244,3 +244,37 @@ def test_max_connections_per_ip(tmp_path, props, allowed):
         assert _api_versions_ok(again)
         for s in held + [again]:
             s.close()
+
+
+def test_a_wakeup_sent_while_the_loop_drains_is_not_lost():
+    """Another thread's wakeup that lands while the loop drains the wake socket must leave either
+    a byte to wake the next select or the flag clear: never the flag set with nothing to read,
+    which made every later wakeup a no-op (new connections then waited for the select timeout)."""
+    from fastkafka.server.processor import Processor
+
+    p = Processor(0, lambda req: None, max_frame=1 << 20, idle_ms=60_000, on_close=lambda peer: None)
+    real = p._wake_r
+
+    class Racing:
+        """The wake socket, with another thread's wakeup arriving between two reads of the drain."""
+        raced = False
+
+        def recv(self, n):
+            data = real.recv(n)
+            if not self.raced:
+                self.raced = True
+                p._wakeup()
+            return data
+
+    p._wakeup()
+    p._wake_r = Racing()
+    p._drain_wakeups()
+    p._wake_r = real
+    real.setblocking(False)
+    try:
+        pending = real.recv(16)
+    except BlockingIOError:
+        pending = b""
+    assert pending or not p._wake_pending
+    p._wake_r.close()
+    p._wake_w.close()
