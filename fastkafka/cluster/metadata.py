@@ -218,13 +218,7 @@ class ZkMetadata:
         except znodes.ZnodeDataError as e:
             log.warning("user %s: ignoring its changed config (%s)", user, e)
             return True
-        with self._cond:
-            users = dict(self._users)
-            if doc:
-                users[user] = MappingProxyType(dict(doc))
-            else:
-                users.pop(user, None)
-            self._users = users
+        self._cache_user(user, doc)
         if data is None:
             self._watched.discard(znodes.config_user_path(user))
             return False   # the znode is gone: a new one is watched when it reappears
@@ -402,6 +396,10 @@ class ZkMetadata:
                 self.client.delete(path)
             except NoNodeError:
                 pass
+        self._cache_user(user, configs)
+
+    def _cache_user(self, user: str, configs: Mapping[str, str]) -> None:
+        """Copy-on-write: readers of ``_users`` never lock."""
         with self._cond:
             users = dict(self._users)
             if configs:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from fastkafka import errors
 
-from .sasl import AuthenticationFailed
+from .sasl import AuthenticationFailed, SaslServer
 
 __all__ = ["PlainServer", "PlainClient"]
 
@@ -25,7 +25,7 @@ def _digest(password: str) -> bytes:
     return hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
 
 
-class PlainServer:
+class PlainServer(SaslServer):
     """The broker's side of a PLAIN exchange; ``lookup_password(user)`` returns the expected
     password (e.g. a JAAS ``user_<name>`` entry, see :func:`plain_users`) or ``None``.
 
@@ -41,24 +41,8 @@ class PlainServer:
     mechanism = "PLAIN"
 
     def __init__(self, lookup_password: Callable[[str], str | None]):
+        super().__init__("RECEIVE_RESPONSE")
         self._lookup = lookup_password
-        self._state = "RECEIVE_RESPONSE"
-        self._username: str | None = None
-
-    @property
-    def complete(self) -> bool:
-        """True once the client's password matched."""
-        return self._state == "COMPLETE"
-
-    @property
-    def username(self) -> str | None:
-        """The authenticated user once complete, else ``None``."""
-        return self._username if self.complete else None
-
-    @property
-    def authorization_id(self) -> str | None:
-        """Kafka's authorization id: always the user name."""
-        return self.username
 
     def step(self, response: bytes) -> bytes:
         """Check the client's one message; returns ``b""`` (Kafka's empty answer) on success."""

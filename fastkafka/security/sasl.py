@@ -5,8 +5,6 @@ SaslAuthenticate request (or raw SASL frame) and whose answer it sends back; it 
 """
 from __future__ import annotations
 
-from typing import Protocol
-
 from fastkafka import errors
 
 __all__ = ["AuthenticationFailed", "SaslServer"]
@@ -39,21 +37,36 @@ class AuthenticationFailed(errors.SaslAuthenticationFailedError):
         return f"Authentication failed during {what} due to invalid credentials with SASL mechanism {mechanism}"
 
 
-class SaslServer(Protocol):
-    """The server side of one SASL exchange, as the broker drives it.
+class SaslServer:
+    """The server side of one SASL exchange, as the broker drives it; mechanisms derive from it.
 
     ``step`` takes the client's next message and returns the answer to send (``b""`` when there is
     nothing to say); it raises :class:`AuthenticationFailed` when the client is refused and
     ``fastkafka.errors.IllegalSaslStateError`` when called again after completing or failing.
     ``username`` is the authenticated principal's name once ``complete``, ``None`` before.
+    Subclasses move ``_state`` to ``"COMPLETE"`` and set ``_username``.
     """
 
     mechanism: str
 
-    def step(self, response: bytes) -> bytes: ...
+    def __init__(self, first_state: str):
+        self._state = first_state
+        self._username: str | None = None
+
+    def step(self, response: bytes) -> bytes:
+        raise NotImplementedError
 
     @property
-    def complete(self) -> bool: ...
+    def complete(self) -> bool:
+        """True once the client has proven who it is."""
+        return self._state == "COMPLETE"
 
     @property
-    def username(self) -> str | None: ...
+    def username(self) -> str | None:
+        """The authenticated user (Kafka's principal name) once complete, else ``None``."""
+        return self._username if self.complete else None
+
+    @property
+    def authorization_id(self) -> str | None:
+        """Kafka's authorization id: always the user name (a different one is refused)."""
+        return self.username

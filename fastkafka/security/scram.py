@@ -25,7 +25,7 @@ from collections.abc import Callable
 from fastkafka import errors
 
 from . import scram_messages as msg
-from .sasl import AuthenticationFailed
+from .sasl import AuthenticationFailed, SaslServer
 from .scram_credential import (MAX_ITERATIONS, MIN_ITERATIONS, SALT_LENGTH, ScramCredential, ScramMechanism,
                                salted_password)
 
@@ -51,7 +51,7 @@ def _xor(a: bytes, b: bytes) -> bytes:
     return (int.from_bytes(a, "big") ^ int.from_bytes(b, "big")).to_bytes(len(a), "big")
 
 
-class ScramServer:
+class ScramServer(SaslServer):
     """The broker's side of one SCRAM exchange; ``lookup(user)`` returns the user's stored
     :class:`ScramCredential` for this mechanism, or ``None``. ``nonce`` fixes the server's nonce
     part (tests only). Not thread-safe: one per connection.
@@ -69,31 +69,15 @@ class ScramServer:
 
     def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None], *,
                  nonce: str | None = None):
+        super().__init__("RECEIVE_CLIENT_FIRST_MESSAGE")
         self.mechanism = mechanism
         self._m = ScramMechanism.for_name(mechanism)
         self._lookup = lookup
         self._server_nonce = _checked_nonce(nonce)
-        self._state = "RECEIVE_CLIENT_FIRST_MESSAGE"
         self._first: msg.ClientFirst | None = None
         self._server_first = ""
         self._credential: ScramCredential | None = None
         self._known = False
-        self._username: str | None = None
-
-    @property
-    def complete(self) -> bool:
-        """True once the client has proven its password."""
-        return self._state == "COMPLETE"
-
-    @property
-    def username(self) -> str | None:
-        """The authenticated user (Kafka's principal name) once complete, else ``None``."""
-        return self._username if self.complete else None
-
-    @property
-    def authorization_id(self) -> str | None:
-        """Kafka's authorization id: always the user name (a different one is refused)."""
-        return self.username
 
     def step(self, response: bytes) -> bytes:
         """Take the client's next message, return the server's answer (see the module docstring)."""
