@@ -26,6 +26,7 @@ TOOLS = {
     "groups": ("fastkafka.cli.groups", "list and describe consumer groups"),
     "perf": ("fastkafka.cli.perf", "producer / consumer performance test"),
     "load": ("fastkafka.cli.load", "load topics into Parquet with PySpark"),
+    "mirror": ("fastkafka.cli.mirror", "mirror topics from one cluster to another (MirrorMaker)"),
 }
 
 

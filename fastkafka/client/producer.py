@@ -37,7 +37,7 @@ from .accumulator import RecordAccumulator
 from .config import ClientConfig, ConfigException
 from .metadata import Cluster
 from .partitioner import Murmur2Partitioner, get_partitioner, murmur2_partition
-from .sender import RecordMetadata, Sender
+from .sender import EncodedRecords, RecordMetadata, Sender
 from .transactions import TransactionManager
 
 __all__ = ["Producer", "ProducerData", "Encoder", "DefaultEncoder", "StringEncoder",
@@ -222,6 +222,30 @@ class Producer:
             return None
         return self._send_sync(chunks)
 
+    def send_encoded(self, chunks: list[tuple[tuple[str, int], EncodedRecords]]) -> list[RecordMetadata]:
+        """Send record streams that are already encoded -- ``[((topic, partition),
+        EncodedRecords)]``, e.g. the records of a fetched batch copied as they are -- each as
+        one batch with this producer's compression, producer id and sequence numbers (in a
+        transaction, the partitions join it first). Sync mode only: returns the
+        :class:`RecordMetadata` per chunk, in order, and raises the first delivery error.
+
+        Example::
+
+            >>> from fastkafka._core.records_build import encode_records
+            >>> enc = EncodedRecords(*encode_records([(b"k", b"v", [("h", b"1")], 1000)], 0, reserve=61))
+            >>> enc.count, enc.base_timestamp      # then: producer.send_encoded([(("t", 0), enc)])
+            (1, 1000)
+        """
+        if self._closed:
+            raise errors.KafkaError("producer is closed")
+        if self.is_async:
+            raise ConfigException("send_encoded needs producer.type=sync")
+        chunks = list(chunks)
+        if self.transactions is not None:
+            self.transactions.add_partitions({tp for tp, _enc in chunks})
+        with self._lock:
+            return _acknowledged(self.sender.send(chunks))
+
     def flush(self, timeout: float | None = None) -> None:
         """Async: wait until everything queued so far is acknowledged or failed, then raise the
         first delivery error since the last flush. Sync: nothing to do."""
@@ -356,13 +380,7 @@ class Producer:
             per = max(1, int(len(recs) * batch_size / nbytes)) if nbytes > batch_size else len(recs)
             split += [(tp, recs[i:i + per]) for i in range(0, len(recs), per)]
         with self._lock:
-            results = self.sender.send(split)
-        out = []
-        for _tp, _count, md, err in results:
-            if err is not None:
-                raise err
-            out.append(md)
-        return out
+            return _acknowledged(self.sender.send(split))
 
     def _run(self) -> None:
         acc = self.accumulator
@@ -392,3 +410,13 @@ class Producer:
                 log.error("%d more producer delivery errors after the first: %s",
                           len(errs) - 1, errs[1:4])
             raise errs[0]
+
+
+def _acknowledged(results) -> list[RecordMetadata]:
+    """The Sender's ``[(tp, count, metadata, error)]`` as metadata; raises the first error."""
+    out = []
+    for _tp, _count, md, err in results:
+        if err is not None:
+            raise err
+        out.append(md)
+    return out
