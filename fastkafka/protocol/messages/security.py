@@ -41,6 +41,7 @@ DESCRIBE_USER_SCRAM_CREDENTIALS = declare(50, "DescribeUserScramCredentials", ma
         iterations           int32
 """)
 
+# (an error response answers each upserted user; the schema mirrors one request array)
 ALTER_USER_SCRAM_CREDENTIALS = declare(51, "AlterUserScramCredentials", max_version=0,
                                        first_flexible=0, request="""
     deletions                []
@@ -54,8 +55,8 @@ ALTER_USER_SCRAM_CREDENTIALS = declare(51, "AlterUserScramCredentials", max_vers
       salted_password        bytes
 """, response="""
     throttle_time_ms         int32
-    results                  []
-      user                   string
+    results                  []      <upsertions
+      user                   string  <name
       error_code             int16
       error_message          string  null  =null
 """)
