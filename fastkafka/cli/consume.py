@@ -96,28 +96,32 @@ def _run(args) -> int:
         start = EARLIEST if args.from_beginning else LATEST
     fetcher = Fetcher(cluster)
     count = 0
-    try:
-        fetcher.assign({(args.topic, p): start for p in parts})
-        idle_since = time.monotonic()
-        while True:
-            got = False
-            for ms in fetcher.poll():
-                for mo in ms:
-                    write(ms.topic, ms.partition, mo.offset, mo.message)
-                    count += 1
-                    got = True
-                    if args.max_messages is not None and count >= args.max_messages:
-                        return 0
+    # a stop signal is seen between two polls (each waits at most fetch.wait.max.ms), never
+    # raised in the middle of a write or a client call
+    with _StopSignals() as stop:
+        try:
+            fetcher.assign({(args.topic, p): start for p in parts})
+            idle_since = time.monotonic()
+            while stop.signum is None:
+                got = False
+                for ms in fetcher.poll():
+                    for mo in ms:
+                        write(ms.topic, ms.partition, mo.offset, mo.message)
+                        count += 1
+                        got = True
+                        if args.max_messages is not None and count >= args.max_messages:
+                            return 0
+                sys.stdout.flush()
+                if got:
+                    idle_since = time.monotonic()
+                elif args.timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
+                    return 0
+        finally:
             sys.stdout.flush()
-            if got:
-                idle_since = time.monotonic()
-            elif args.timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
-                return 0
-    finally:
-        sys.stdout.flush()
-        fetcher.close()
-        cluster.close()
-        print(f"Processed {count} records.", file=sys.stderr)
+            fetcher.close()
+            cluster.close()
+            print(f"Processed {count} records.", file=sys.stderr)
+    return stop.exit_code
 
 
 class _StopSignals:

@@ -56,7 +56,7 @@ class Connection:
         self.tls = tls
         self.handshaking = tls      # the TLS handshake runs before any frame is read
         self.session = None         # listener_security.Session, set once the connection is ready
-        self.close_after_send = False  # the response going out is the last (failed authentication)
+        self.close_after_send: float | None = None  # seconds: the response going out is the last
         self.frames: deque[memoryview] = deque()   # complete frames not yet dispatched
         self._decoder = FrameDecoder(max_frame)
         self.muted = False      # a request of this connection is being handled

@@ -79,7 +79,7 @@ class RequestContext:
             self.request.respond(chunks)
 
     def send_then_close(self, response, delay_s: float) -> None:
-        """Answer ``delay_s`` from now, then close the connection (a failed authentication)."""
+        """Answer now, close the connection ``delay_s`` later (a failed authentication)."""
         chunks = self._encode(response)
         if chunks is not None:
             self.request.respond_then_close(chunks, delay_s)

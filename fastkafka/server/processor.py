@@ -41,12 +41,13 @@ _PLAINTEXT = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
 
 
 class _Last:
-    """A response after which the connection closes (a failed authentication)."""
+    """A response after which the connection closes, ``delay_s`` later (a failed authentication)."""
 
-    __slots__ = ("chunks",)
+    __slots__ = ("chunks", "delay_s")
 
-    def __init__(self, chunks):
+    def __init__(self, chunks, delay_s: float):
         self.chunks = chunks
+        self.delay_s = delay_s
 
 
 class Request:
@@ -83,9 +84,11 @@ class Request:
         self.processor.complete(self.conn, _CLOSE, delay_s)
 
     def respond_then_close(self, chunks: list, delay_s: float) -> None:
-        """Send a last response ``delay_s`` from now, then close (Kafka's answer to a failed
-        authentication: ``connection.failed.authentication.delay.ms`` makes guessing slow)."""
-        self.processor.complete(self.conn, _Last(chunks), delay_s)
+        """Send a last response now and close the connection ``delay_s`` later, reading nothing
+        more meanwhile (Kafka's answer to a failed authentication:
+        ``connection.failed.authentication.delay.ms`` makes guessing slow, and the client reads
+        the error before the connection goes)."""
+        self.processor.complete(self.conn, _Last(chunks, delay_s))
 
 
 class Processor(threading.Thread):
@@ -330,7 +333,7 @@ class Processor(threading.Thread):
             self._close(conn)
             return False
         if type(response) is _Last:
-            conn.close_after_send = True
+            conn.close_after_send = response.delay_s
             response = response.chunks
         if response is not _NO_RESPONSE:
             conn.send = Send(response)
@@ -350,8 +353,9 @@ class Processor(threading.Thread):
         """Push the pending response; True when it is out (False: waiting for writability or closed)."""
         try:
             if conn.write():
-                if conn.close_after_send:
-                    self._close(conn)
+                if conn.close_after_send is not None:   # stays muted until closed
+                    self._set_interest(conn, 0)
+                    self.complete(conn, _CLOSE, conn.close_after_send)
                     return False
                 return True
         except (OSError, EOFError) as e:

@@ -2,8 +2,9 @@
 
 The mechanism exchange itself lives in :mod:`fastkafka.security`; the connection's
 :class:`~fastkafka.server.listener_security.Session` holds its progress. A failed
-authentication is answered (SASL_AUTHENTICATION_FAILED, or UNSUPPORTED_SASL_MECHANISM) only after
-``connection.failed.authentication.delay.ms``, and the connection is then closed, as Kafka does.
+authentication is answered at once (SASL_AUTHENTICATION_FAILED, or UNSUPPORTED_SASL_MECHANISM) and
+the connection closed ``connection.failed.authentication.delay.ms`` later, reading nothing more
+meanwhile, as Kafka does.
 """
 from __future__ import annotations
 
