@@ -183,24 +183,21 @@ class EmbeddedMetadata:
     def set_user_configs(self, user: str, configs: Mapping[str, str]) -> None:
         """Replace a user's entries (empty: forget the user); persisted before returning."""
         with self._lock:
-            old = self._users
-            users = dict(old)
+            users = dict(self._users)
             if configs:
                 users[user] = MappingProxyType(dict(configs))
             else:
                 users.pop(user, None)
-            self._users = users
-            try:
-                self._save()
-            except BaseException:
-                self._users = old
-                raise
+            self._commit(users=users)
 
-    def _commit(self, topics: dict[str, TopicInfo]) -> None:
-        old = self._topics
-        self._topics = topics
+    def _commit(self, topics: dict[str, TopicInfo] | None = None,
+                users: dict[str, Mapping[str, str]] | None = None) -> None:
+        """Publish the new maps and persist them; on failure the old ones stay."""
+        old = self._topics, self._users
+        self._topics = old[0] if topics is None else topics
+        self._users = old[1] if users is None else users
         try:
             self._save()
         except BaseException:
-            self._topics = old
+            self._topics, self._users = old
             raise

@@ -13,7 +13,7 @@ deletes the registration and closes the session.
 Example::
 
     >>> node = ClusterNode(KafkaConfig({"zookeeper.connect": zk, "broker.id": 1}))  # doctest: +SKIP
-    >>> node.connect(); node.register(["PLAINTEXT://127.0.0.1:9092"]); node.stop()  # doctest: +SKIP
+    >>> node.connect(); node.register(["PLAINTEXT://127.0.0.1:9092"], {"PLAINTEXT": "PLAINTEXT"}); node.stop()  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -57,12 +57,14 @@ class ClusterNode:
         log.info("broker %d joined cluster %s via ZooKeeper %s", self.broker_id, self.cluster_id,
                  self.config["zookeeper.connect"])
 
-    def register(self, endpoints: list[str]) -> None:
-        """Publish ``endpoints`` (``NAME://host:port``) in ``/brokers/ids/<id>``, then contend for controller."""
+    def register(self, endpoints: list[str], security_protocols: dict[str, str]) -> None:
+        """Publish ``endpoints`` (``NAME://host:port``) with each listener's security protocol in
+        ``/brokers/ids/<id>``, then contend for controller."""
         first = endpoints[0].split("://", 1)[1]
         host, _, port = first.rpartition(":")
         info = znodes.BrokerInfo(self.broker_id, host, int(port), tuple(endpoints),
-                                 rack=self.config["broker.rack"] or None)
+                                 rack=self.config["broker.rack"] or None,
+                                 security_protocols=tuple(sorted(security_protocols.items())))
         self.registration = BrokerRegistration(self.client, info)
         self.registration.register()
         self.controller = Controller(self.client, self.broker_id, self.metadata)

@@ -193,14 +193,18 @@ class BrokerInfo:
     jmx_port: int = -1
     timestamp: str = field(default_factory=now_ms, compare=False)
     rack: str | None = None
+    # (listener, security protocol) per endpoint; a listener missing here is PLAINTEXT
+    security_protocols: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     VERSION = 4
 
     def encode(self) -> bytes:
+        protocols = dict(self.security_protocols)
         doc = {"version": self.VERSION, "host": self.host, "port": self.port, "jmx_port": self.jmx_port,
                "timestamp": self.timestamp, "endpoints": list(self.endpoints),
                "listener_security_protocol_map": {
-                   e.split("://", 1)[0]: "PLAINTEXT" for e in self.endpoints}}
+                   name: protocols.get(name, "PLAINTEXT")
+                   for name in (e.split("://", 1)[0] for e in self.endpoints)}}
         if self.rack is not None:
             doc["rack"] = self.rack
         return _dump(doc)
@@ -210,7 +214,8 @@ class BrokerInfo:
         doc = _load(data, broker_path(broker_id), (1, 2, 3, 4))
         return cls(int(broker_id), doc.get("host") or "", int(doc.get("port", -1)),
                    tuple(doc.get("endpoints", ())), int(doc.get("jmx_port", -1)),
-                   str(doc.get("timestamp", "")), doc.get("rack"))
+                   str(doc.get("timestamp", "")), doc.get("rack"),
+                   tuple(sorted((doc.get("listener_security_protocol_map") or {}).items())))
 
     def endpoint(self, listener: str) -> tuple[str, int] | None:
         """(host, port) of the named listener, or None if this broker has none by that name."""

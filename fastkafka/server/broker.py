@@ -32,7 +32,7 @@ from fastkafka.security import ScramCredential
 from .coordination import CoordinationService
 from .dispatch import Dispatcher
 from .handlers import HANDLERS, advertised_apis
-from .listener_security import SecurityConfigError, listener_security
+from .listener_security import ListenerSecurity, SecurityConfigError, listener_security
 from .purgatory import Purgatory
 from .request_channel import RequestChannel
 from .socket_server import ListenerError, SocketServer, parse_listener
@@ -73,6 +73,7 @@ class Broker:
         self.replicas = None   # ReplicaManager in cluster mode: roles, ISR, followers' fetchers, acks=all
         self.coordination: CoordinationService | None = None  # see group_coordination()
         self.socket_server: SocketServer | None = None
+        self.listener_security: dict[str, ListenerSecurity] = {}   # per listener name, from startup
         self._channel: RequestChannel | None = None
         self._stopped = threading.Event()
         self._started = False
@@ -91,7 +92,7 @@ class Broker:
         if not listeners:
             raise BrokerStartupError("listeners is empty")
         try:
-            security = listener_security(cfg, listeners, self.scram_credential)
+            self.listener_security = listener_security(cfg, listeners, self.scram_credential)
         except (SecurityConfigError, ConfigException) as e:
             raise BrokerStartupError(str(e)) from None
         for d in cfg.log_dirs:
@@ -106,7 +107,7 @@ class Broker:
                 max_connections_per_ip=cfg["max.connections.per.ip"],
                 max_connections_per_ip_overrides=cfg["max.connections.per.ip.overrides"],
                 max_request_bytes=cfg["socket.request.max.bytes"], idle_ms=cfg["connections.max.idle.ms"],
-                security=security)
+                security=self.listener_security)
             self.socket_server.bind()  # before loading logs: a busy port fails fast
         except ListenerError as e:
             raise BrokerStartupError(str(e)) from None
@@ -187,7 +188,7 @@ class Broker:
             host, port = self.endpoint(name)
             endpoints.append(f"{name}://{host}:{port}")
         try:
-            self.cluster.register(endpoints)
+            self.cluster.register(endpoints, {name: sec.protocol for name, sec in self.listener_security.items()})
         except ClusterStartupError as e:
             raise BrokerStartupError(str(e)) from None
 

@@ -97,9 +97,7 @@ class Send:
                     self.offset += sent
                     if sent < remaining:
                         continue
-                chunk.done()
-                self.index += 1
-                self.offset = 0
+                self._region_sent(chunk)
                 continue
             # gather the run of bytes chunks up to the next region
             end = self.index
@@ -133,6 +131,11 @@ class Send:
                 return False  # the socket took only part of the run: it is full
         return True
 
+    def _region_sent(self, region: FileRegion) -> None:
+        region.done()
+        self.index += 1
+        self.offset = 0
+
     def write_tls_to(self, sock) -> bool:
         """:meth:`write_to` over an ``ssl.SSLSocket``: TLS has neither scatter/gather nor
         sendfile, so runs of small chunks are joined and file regions read (``pread``) before
@@ -159,9 +162,7 @@ class Send:
             if type(chunk) is FileRegion:
                 remaining = chunk.length - self.offset
                 if not remaining:
-                    chunk.done()
-                    self.index += 1
-                    self.offset = 0
+                    self._region_sent(chunk)
                     continue
                 data = os.pread(chunk.fd, min(remaining, _TLS_PIECE), chunk.position + self.offset)
                 if not data:

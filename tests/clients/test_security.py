@@ -306,6 +306,18 @@ class Raw:
             return True
 
 
+def _refused(conf) -> list:
+    """The errors a librdkafka producer with ``conf`` reports within 10 s; it delivers nothing."""
+    errors = []
+    p = ck.Producer(dict(conf, error_cb=errors.append))
+    p.produce("never", b"x")
+    deadline = time.monotonic() + 10
+    while not errors and time.monotonic() < deadline:
+        p.poll(0.2)
+    assert p.flush(0) == 1   # nothing was delivered
+    return errors
+
+
 def _healthy(broker):
     md = Raw(broker.addr["PLAINTEXT"]).request(ApiKey.METADATA, 1, {"topics": None})
     assert md.brokers
@@ -327,15 +339,9 @@ def test_wrong_password_is_answered_then_closed_late(secure):
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
 def test_unknown_user_and_wrong_password_fail_real_clients(secure, certs, mechanism):
     for user, password in (("nobody", "x"), ("alice", "not-alice")):
-        errors = []
         conf = _librdkafka(secure, certs, "SASL_PLAINTEXT", mechanism, False, user, password)
-        p = ck.Producer(dict(conf, error_cb=errors.append))
-        p.produce("never", b"x")
-        deadline = time.monotonic() + 10
-        while not errors and time.monotonic() < deadline:
-            p.poll(0.2)
+        errors = _refused(conf)
         assert errors and errors[0].code() == ck.KafkaError._AUTHENTICATION, errors
-        assert p.flush(0) == 1   # nothing was delivered
     _healthy(secure)
 
 
@@ -396,15 +402,8 @@ def test_plaintext_on_tls_port_and_garbage_on_sasl_port_disconnect(secure, certs
 def test_client_certificate_required_and_checked(secure, certs):
     for cert_conf in ({}, {"ssl.certificate.location": str(certs.rogue_client),
                            "ssl.key.location": str(certs.rogue_client)}):
-        errors = []
-        conf = dict(_librdkafka(secure, certs, "MTLS", None, False), **cert_conf)
-        p = ck.Producer(dict(conf, error_cb=errors.append))
-        p.produce("never", b"x")
-        deadline = time.monotonic() + 10
-        while not errors and time.monotonic() < deadline:
-            p.poll(0.2)
+        errors = _refused(dict(_librdkafka(secure, certs, "MTLS", None, False), **cert_conf))
         assert errors, "the broker accepted a client without a trusted certificate"
-        assert p.flush(0) == 1
 
 
 def test_metadata_answers_the_listener_the_client_came_in_on(secure, certs):
@@ -434,12 +433,7 @@ def test_scram_credentials_described_and_deleted(secure):
     gone = [UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)]
     for f in admin.alter_user_scram_credentials(gone).values():
         f.result(10)
-    errors = []
-    p = ck.Producer(dict(conf, error_cb=errors.append))
-    p.produce("never", b"x")
-    deadline = time.monotonic() + 10
-    while not errors and time.monotonic() < deadline:
-        p.poll(0.2)
+    errors = _refused(conf)
     assert errors and errors[0].code() == ck.KafkaError._AUTHENTICATION
     with pytest.raises(ck.KafkaException) as e:   # deleting it again: RESOURCE_NOT_FOUND
         for f in admin.alter_user_scram_credentials(gone).values():

@@ -447,16 +447,22 @@ class BrokerProcess:
         self.proc.wait(10)
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        if self.proc is not None:
+            _terminate(self.proc)
 
     def report(self):
         return "".join(f"--- broker run {i}\n" + "".join(lines[-30:]) for i, lines in enumerate(self.logs))
+
+
+def _terminate(proc) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within 20 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 class WorkerProcess:
@@ -486,13 +492,7 @@ class WorkerProcess:
         self.start()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        _terminate(self.proc)
         self.log.close()
 
     def report(self):

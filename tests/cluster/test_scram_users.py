@@ -41,6 +41,8 @@ def test_scram_users_live_in_zookeeper(ensemble, tmp_path, request):
     try:
         wait_for(lambda: len(zk.get_children(znodes.BROKER_IDS)) == 2 if zk.exists(znodes.BROKER_IDS) else False,
                  timeout=30, what="both brokers registered")
+        registered = json.loads(zk.get(znodes.broker_path(1))[0])["listener_security_protocol_map"]
+        assert registered == {"PLAINTEXT": "PLAINTEXT", "SASL_PLAINTEXT": "SASL_PLAINTEXT"}
         via_1 = AdminClient({"bootstrap.servers": procs[1].bootstrap})
         _settle(via_1.alter_user_scram_credentials([UserScramCredentialUpsertion(
             "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"alice-secret")]))

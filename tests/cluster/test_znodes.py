@@ -38,6 +38,15 @@ def test_broker_info_json_is_kafkas_and_round_trips():
     assert back.endpoint("PLAINTEXT") == ("127.0.0.1", 9093) and back.endpoint("SSL") is None
 
 
+def test_broker_info_carries_each_listeners_security_protocol():
+    b = znodes.BrokerInfo(2, "127.0.0.1", 9093, ("PLAINTEXT://127.0.0.1:9093", "SECURE://127.0.0.1:9094"),
+                          security_protocols=(("SECURE", "SASL_SSL"),))
+    doc = json.loads(b.encode())
+    assert doc["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT", "SECURE": "SASL_SSL"}
+    assert dict(znodes.BrokerInfo.decode(2, b.encode()).security_protocols) == {
+        "PLAINTEXT": "PLAINTEXT", "SECURE": "SASL_SSL"}
+
+
 def test_state_assignment_config_and_cluster_id_round_trip():
     st = znodes.PartitionState(leader=-1, leader_epoch=4, isr=(3,), controller_epoch=2)
     assert json.loads(st.encode()) == {"version": 1, "controller_epoch": 2, "leader": -1, "leader_epoch": 4,

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from fastkafka.config import LogConfig
-from fastkafka.log import Log
+from fastkafka.log import Log, cleaner_swap
+from fastkafka.log.cleaner import LogCleaner
 from fastkafka.log.files import FileCache
 from fastkafka.log.scheduler import Scheduler
 from fastkafka.records import build_batch
@@ -43,3 +44,34 @@ def make_log(tmp_path, clock):
                    scheduler=Scheduler(clock), clock=clock, clean_shutdown=clean_shutdown,
                    recovery_point=recovery_point)
     return make
+
+
+class Crash(BaseException):
+    """Stops a compaction's swap where a crash would (not an OSError: nothing is rolled back)."""
+
+
+def swap_steps_of(log, clock, monkeypatch) -> list[str]:
+    """Compact ``log``, recording the steps of its swap in order."""
+    steps: list[str] = []
+    monkeypatch.setattr(cleaner_swap, "_step", steps.append)
+    try:
+        assert LogCleaner(clock=clock).clean(log, force=True)
+    finally:
+        monkeypatch.undo()
+    return steps
+
+
+def clean_crashing_at(log, clock, monkeypatch, k: int) -> None:
+    """Compact ``log`` and die at the swap's step ``k`` (0-based), files left as they were."""
+    calls: list[str] = []
+
+    def crash(step):
+        calls.append(step)
+        if len(calls) == k + 1:
+            raise Crash(step)
+    monkeypatch.setattr(cleaner_swap, "_step", crash)
+    try:
+        with pytest.raises(Crash):
+            LogCleaner(clock=clock).clean(log, force=True)
+    finally:
+        monkeypatch.undo()

@@ -2,17 +2,16 @@
 readers of an old snapshot, and a crash at every step of the multi-segment swap."""
 import os
 
-import pytest
 
 from fastkafka.config import LogConfig
 from fastkafka.log import Log
-from fastkafka.log import cleaner_swap
 from fastkafka.log.cleaner import LogCleaner
 from fastkafka.log.files import FileCache
 from fastkafka.log.cleaner_swap import MAX_RELATIVE_OFFSET, SegmentInfo, group_segments
 from fastkafka.log.scheduler import Scheduler
 from fastkafka.records import build_batch, iter_batches
 
+from .conftest import clean_crashing_at, swap_steps_of
 from .test_cleaner import all_records
 from .test_memory_safety import run_child
 
@@ -148,27 +147,17 @@ def test_reader_of_an_old_snapshot_keeps_reading_the_replaced_segments(tmp_path,
     log.close()
 
 
-class Crash(BaseException):
-    """Stops the swap where a crash would (not an OSError: nothing is rolled back)."""
-
-
-def swap_steps(tmp_path, clock):
+def swap_steps(tmp_path, clock, monkeypatch):
     """The steps of one three-segment swap, in order, recorded on a throwaway log."""
-    steps = []
     log = open_log(tmp_path / "s-0", clock)
     fill(log, clock, segments=3)
-    orig = cleaner_swap._step
-    cleaner_swap._step = steps.append
-    try:
-        assert LogCleaner(clock=clock).clean(log, force=True)
-    finally:
-        cleaner_swap._step = orig
+    steps = swap_steps_of(log, clock, monkeypatch)
     log.close()
     return steps
 
 
 def test_a_crash_at_each_step_of_the_swap_recovers_the_log_before_or_after(tmp_path, clock, monkeypatch):
-    steps = swap_steps(tmp_path, clock)
+    steps = swap_steps(tmp_path, clock, monkeypatch)
     assert steps == ["cleaned", "replaced", "replaced", "committed", "retired", "retired",
                      "indexes", "renamed"]
     done = open_log(tmp_path / "d-0", clock)
@@ -181,16 +170,7 @@ def test_a_crash_at_each_step_of_the_swap_recovers_the_log_before_or_after(tmp_p
     for k, name in enumerate(steps):
         log = open_log(tmp_path / f"c{k}-0", clock)
         fill(log, clock, segments=3)
-        calls = []
-
-        def crash_at_k(step, calls=calls, k=k):
-            calls.append(step)
-            if len(calls) == k + 1:
-                raise Crash(step)
-        monkeypatch.setattr(cleaner_swap, "_step", crash_at_k)
-        with pytest.raises(Crash):
-            LogCleaner(clock=clock).clean(log, force=True)
-        monkeypatch.undo()
+        clean_crashing_at(log, clock, monkeypatch, k)
         # the process died here: the files are as the swap left them; open them again
         reopened = open_log(tmp_path / f"c{k}-0", clock, clean_shutdown=False)
         got = [full(r) for r in all_records(reopened)]

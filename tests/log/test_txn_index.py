@@ -11,7 +11,7 @@ from fastkafka.log.cleaner import LogCleaner
 from fastkafka.log.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex, iter_entries
 from fastkafka.records import build_batch
 
-from .conftest import batch
+from .conftest import batch, clean_crashing_at, swap_steps_of
 
 
 def txn_batch(pid, seq, keys=(b"k",), epoch=0, ts=1000):
@@ -255,32 +255,15 @@ def test_compaction_merges_the_indexes_and_keeps_every_entry(make_log, clock):
     again.close()
 
 
-class Crash(BaseException):
-    pass
-
-
 def test_a_crash_at_each_step_of_a_swap_with_transaction_indexes(make_log, clock, monkeypatch):
-    from fastkafka.log import cleaner_swap
-    steps = []
     probe = _aborting_log(make_log, clock, "probe-0")
-    monkeypatch.setattr(cleaner_swap, "_step", steps.append)
-    assert LogCleaner(clock=clock).clean(probe, force=True)
-    monkeypatch.undo()
+    steps = swap_steps_of(probe, clock, monkeypatch)
     assert "txnindex" in steps and "txnindex-renamed" in steps
     expected = probe.collect_aborted_transactions(0, probe.log_end_offset)
     probe.close()
     for k, name in enumerate(steps):
         log = _aborting_log(make_log, clock, f"k{k}-0")
-        calls = []
-
-        def crash_at_k(step, calls=calls, k=k):
-            calls.append(step)
-            if len(calls) == k + 1:
-                raise Crash(step)
-        monkeypatch.setattr(cleaner_swap, "_step", crash_at_k)
-        with pytest.raises(Crash):
-            LogCleaner(clock=clock).clean(log, force=True)
-        monkeypatch.undo()
+        clean_crashing_at(log, clock, monkeypatch, k)
         reopened = make_log(dirname=f"k{k}-0", clean_shutdown=False,
                             cleanup_policy=("compact",), min_cleanable_dirty_ratio=0.0)
         committed = k >= steps.index("committed")

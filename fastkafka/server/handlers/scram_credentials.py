@@ -50,20 +50,20 @@ def _user_error(ctx, user: str, exc: errors.KafkaError):
                                           credential_infos=[])
 
 
-def _credential(change, counts, deletion: bool) -> ScramCredential | None:
-    """The credential an upsertion stores (None for a deletion); raises what is wrong with the
-    change, before anything is stored."""
+def _credential(change, counts, deletion: bool) -> tuple[str, ScramCredential | None]:
+    """The change's mechanism and the credential an upsertion stores (None for a deletion);
+    raises what is wrong with the change, before anything is stored."""
     if not change.name:
         raise errors.UnacceptableCredentialError("Username must not be empty")
     mechanism = ScramMechanism.for_type(change.mechanism).name
     if counts[(change.name, change.mechanism)] > 1:
         raise errors.DuplicateResourceError("A user credential cannot be altered twice in the same request")
     if deletion:
-        return None
+        return mechanism, None
     if not change.salt or not change.salted_password:
         raise errors.UnacceptableCredentialError("Salt and salted password must not be empty")
-    return credential_from_salted_password(mechanism, bytes(change.salt), bytes(change.salted_password),
-                                           change.iterations)
+    return mechanism, credential_from_salted_password(mechanism, bytes(change.salt),
+                                                      bytes(change.salted_password), change.iterations)
 
 
 def handle_alter_user_scram_credentials(ctx, req):
@@ -75,8 +75,7 @@ def handle_alter_user_scram_credentials(ctx, req):
     updated: dict[str, dict[str, str]] = {}
     for change, deletion in changes:
         try:
-            credential = _credential(change, counts, deletion)
-            mechanism = ScramMechanism.for_type(change.mechanism).name
+            mechanism, credential = _credential(change, counts, deletion)
             if deletion and mechanism not in store.user_configs(change.name):
                 raise errors.ResourceNotFoundError("Attempt to delete a user credential that does not exist")
         except errors.KafkaError as e:
