@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from fastkafka import errors
+from fastkafka.security.acl import AclBinding, AclOperation, AclPermissionType, AclSnapshot, PatternType, ResourceType
 
 __all__ = ["TopicInfo", "EmbeddedMetadata", "validate_topic_name", "META_FILE"]
 
@@ -84,6 +85,7 @@ class EmbeddedMetadata:
         self._lock = threading.Lock()
         self._topics: dict[str, TopicInfo] = {}
         self._users: dict[str, Mapping[str, str]] = {}   # user -> SCRAM credentials by mechanism
+        self._acls = AclSnapshot()
         self.cluster_id = ""
         self._load()
 
@@ -101,11 +103,13 @@ class EmbeddedMetadata:
             for name, t in doc.get("topics", {}).items()
         }
         self._users = {u: MappingProxyType(dict(c)) for u, c in doc.get("users", {}).items()}
+        self._acls = AclSnapshot(_acl_from_json(a) for a in doc.get("acls", ()))
 
     def _save(self) -> None:
         doc = {"version": 1, "cluster_id": self.cluster_id,
                "topics": {n: t.to_json() for n, t in sorted(self._topics.items())},
-               "users": {u: dict(c) for u, c in sorted(self._users.items())}}
+               "users": {u: dict(c) for u, c in sorted(self._users.items())},
+               "acls": [_acl_to_json(a) for a in self._acls]}
         tmp = self.path + ".tmp"
         with open(tmp, "wb") as f:
             f.write(json.dumps(doc, indent=1).encode())
@@ -190,14 +194,38 @@ class EmbeddedMetadata:
                 users.pop(user, None)
             self._commit(users=users)
 
+    def acls(self) -> AclSnapshot:
+        """Every ACL (an immutable snapshot; a change publishes a new one)."""
+        return self._acls
+
+    def change_acls(self, add=(), remove=()) -> None:
+        """Store the ACLs ``add`` and forget those in ``remove``; persisted before returning."""
+        with self._lock:
+            gone = set(remove)
+            self._commit(acls=AclSnapshot([a for a in self._acls if a not in gone] + list(add)))
+
     def _commit(self, topics: dict[str, TopicInfo] | None = None,
-                users: dict[str, Mapping[str, str]] | None = None) -> None:
+                users: dict[str, Mapping[str, str]] | None = None, acls: AclSnapshot | None = None) -> None:
         """Publish the new maps and persist them; on failure the old ones stay."""
-        old = self._topics, self._users
+        old = self._topics, self._users, self._acls
         self._topics = old[0] if topics is None else topics
         self._users = old[1] if users is None else users
+        self._acls = old[2] if acls is None else acls
         try:
             self._save()
         except BaseException:
-            self._topics, self._users = old
+            self._topics, self._users, self._acls = old
             raise
+
+
+def _acl_to_json(a: AclBinding) -> dict:
+    # the names of Kafka's ZooKeeper documents, plus the pattern the znode path would carry
+    return {"resourceType": a.resource_type.kafka_name, "name": a.resource_name,
+            "patternType": a.pattern_type.kafka_name, "principal": a.principal, "host": a.host,
+            "operation": a.operation.kafka_name, "permissionType": a.permission_type.kafka_name}
+
+
+def _acl_from_json(d: dict) -> AclBinding:
+    return AclBinding(ResourceType.parse(d["resourceType"]), d["name"], PatternType.parse(d["patternType"]),
+                      d["principal"], d["host"], AclOperation.parse(d["operation"]),
+                      AclPermissionType.parse(d["permissionType"]))

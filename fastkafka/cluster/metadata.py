@@ -35,6 +35,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from fastkafka import errors
+from fastkafka.security.acl import RESOURCE_TYPES as ACL_RESOURCE_TYPES, AclBinding, AclSnapshot
 
 from . import znodes
 from .assignment import assign_replicas
@@ -78,6 +79,8 @@ class ZkMetadata:
         self._state_versions: dict[tuple[str, int], int] = {}   # the znode version each state was read at
         self._watched: set[str] = set()
         self._users: dict[str, Mapping[str, str]] = {}   # /config/users/<user> documents
+        self._acl_docs: dict[str, tuple[AclBinding, ...]] = {}   # ACL znode path -> its ACLs
+        self._acls = AclSnapshot()
         self.controller_id = znodes.NO_LEADER
         self._stopped = False
 
@@ -99,6 +102,11 @@ class ZkMetadata:
         self.client.ChildrenWatch(znodes.CONTROLLER, self._on_controller)
         self.client.ensure_path(znodes.CONFIG_USERS)
         self.client.ChildrenWatch(znodes.CONFIG_USERS, self._on_users)
+        for ptype in znodes.ACL_ROOTS:
+            for rtype in ACL_RESOURCE_TYPES:
+                parent = znodes.acl_type_path(ptype, rtype)
+                self.client.ensure_path(parent)
+                self.client.ChildrenWatch(parent, functools.partial(self._on_acl_resources, parent))
 
     def stop(self) -> None:
         self._stopped = True  # every watch function returns False from now on, which ends it
@@ -223,6 +231,36 @@ class ZkMetadata:
             self._watched.discard(znodes.config_user_path(user))
             return False   # the znode is gone: a new one is watched when it reappears
         return True
+
+    def _on_acl_resources(self, parent: str, children) -> bool:
+        if self._stopped:
+            return False
+        for name in children:
+            path = f"{parent}/{name}"
+            self._watch(path, functools.partial(self._on_acl_document, path))
+        return True
+
+    def _on_acl_document(self, path: str, data, _stat) -> bool:
+        """A resource's ACLs changed (CreateAcls/DeleteAcls through any broker, or kafka-acls.sh)."""
+        if self._stopped:
+            return False
+        try:
+            acls = znodes.AclDocument.decode(path, data).acls if data else ()
+        except znodes.ZnodeDataError as e:
+            log.warning("ignoring unreadable ACLs: %s", e)
+            return True
+        self._cache_acls({path: acls})
+        if data is None:
+            self._watched.discard(path)
+            return False
+        return True
+
+    def _cache_acls(self, docs: Mapping[str, tuple[AclBinding, ...]]) -> None:
+        with self._cond:
+            merged = dict(self._acl_docs)
+            merged.update(docs)
+            self._acl_docs = {p: a for p, a in merged.items() if a}
+            self._acls = AclSnapshot(a for acls in self._acl_docs.values() for a in acls)
 
     def _on_state(self, topic: str, partition: int, data, stat) -> bool:
         if self._stopped:
@@ -407,6 +445,46 @@ class ZkMetadata:
             else:
                 users.pop(user, None)
             self._users = users
+
+    def acls(self) -> AclSnapshot:
+        """Every ACL under ``/kafka-acl*`` (an immutable snapshot, replaced on every change)."""
+        return self._acls
+
+    @_zk_errors
+    def change_acls(self, add=(), remove=()) -> None:
+        """Add and remove ACLs, one conditional update per resource pattern (concurrent changes
+        through other brokers are merged, not lost); this broker's cache follows at once."""
+        by_path: dict[str, tuple[set, set]] = {}
+        for acls, i in ((add, 0), (remove, 1)):
+            for a in acls:
+                path = znodes.acl_path(a.pattern_type, a.resource_type, a.resource_name)
+                by_path.setdefault(path, (set(), set()))[i].add(a)
+        changed = {}
+        for path, (added, removed) in by_path.items():
+            changed[path] = self._update_acl_document(path, added, removed)
+        self._cache_acls(changed)
+
+    def _update_acl_document(self, path: str, added: set, removed: set) -> tuple[AclBinding, ...]:
+        for _ in range(10):
+            try:
+                data, stat = self.client.get(path)
+                current = znodes.AclDocument.decode(path, data).acls if data else ()
+            except NoNodeError:
+                data, stat, current = None, None, ()
+            acls = tuple(dict.fromkeys(a for a in current if a not in removed)) + tuple(
+                a for a in sorted(added) if a not in current)
+            try:
+                if stat is None:
+                    if acls:
+                        self.client.create(path, znodes.AclDocument(acls).encode(), makepath=True)
+                elif acls:
+                    self.client.set(path, znodes.AclDocument(acls).encode(), version=stat.version)
+                else:
+                    self.client.delete(path, version=stat.version)
+                return acls
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue   # another broker changed it meanwhile: merge into theirs
+        raise errors.RequestTimedOutError(f"the ACLs at {path} keep changing; try again")
 
     @_zk_errors
     def set_partitions(self, name: str, count: int) -> TopicInfo:

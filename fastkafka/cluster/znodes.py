@@ -16,6 +16,9 @@ documents below read the same to a person who knows Kafka::
     /config/topics/<t>                          {"version":1,"config":{"retention.ms":"60000"}}
     /config/users/<user>                        {"version":1,"config":{"SCRAM-SHA-256":
                                                  "salt=...,stored_key=...,server_key=...,iterations=4096"}}
+    /kafka-acl/<Type>/<name>                    {"version":1,"acls":[{"principal":"User:alice",
+                                                 "host":"*","operation":"Read","permissionType":"Allow"}]}
+    /kafka-acl-extended/prefixed/<Type>/<name>  the same, for PREFIXED patterns
     /admin/delete_topics/<t>                    (empty: the controller deletes <t>, then the marker)
     /consumers/<g>/ids/<consumer id>  ephemeral {"version":1,"subscription":{"t":1},
                                                  "pattern":"static","timestamp":"..."}
@@ -47,6 +50,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from fastkafka.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+
 __all__ = [
     "ZnodeDataError", "CLUSTER_ID", "BROKER_IDS", "TOPICS", "CONTROLLER", "CONTROLLER_EPOCH",
     "CONFIG_TOPICS", "CONFIG_USERS", "DELETE_TOPICS", "CONSUMERS", "LATEST_PRODUCER_ID_BLOCK", "PERSISTENT_PATHS",
@@ -54,7 +59,7 @@ __all__ = [
     "config_topic_path", "config_user_path", "delete_topic_path", "consumer_ids_path", "consumer_id_path",
     "owners_path", "owner_path", "offsets_path", "offset_path",
     "ClusterId", "BrokerInfo", "TopicAssignment", "PartitionState", "ControllerInfo",
-    "EntityConfig", "ConsumerRegistration", "ProducerIdBlock", "encode_controller_epoch",
+    "EntityConfig", "ConsumerRegistration", "ACL_ROOTS", "acl_type_path", "acl_path", "acl_pattern", "AclDocument", "ProducerIdBlock", "encode_controller_epoch",
     "decode_controller_epoch", "encode_offset", "decode_offset", "controller_id", "NO_LEADER", "now_ms",
 ]
 
@@ -70,6 +75,8 @@ CONFIG_USERS = "/config/users"
 DELETE_TOPICS = "/admin/delete_topics"
 CONSUMERS = "/consumers"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+#: where each ACL pattern type's documents live (Kafka's LiteralAclStore / ExtendedAclStore)
+ACL_ROOTS = {PatternType.LITERAL: "/kafka-acl", PatternType.PREFIXED: "/kafka-acl-extended/prefixed"}
 
 #: created (empty) by every broker at start-up so watches have a parent to watch
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, CONTROLLER, CONSUMERS, "/cluster")
@@ -105,6 +112,27 @@ def config_topic_path(topic: str) -> str:
 
 def config_user_path(user: str) -> str:
     return f"{CONFIG_USERS}/{user}"
+
+
+def acl_type_path(pattern_type: PatternType, resource_type: ResourceType) -> str:
+    return f"{ACL_ROOTS[pattern_type]}/{resource_type.kafka_name}"
+
+
+def acl_path(pattern_type: PatternType, resource_type: ResourceType, name: str) -> str:
+    return f"{acl_type_path(pattern_type, resource_type)}/{name}"
+
+
+def acl_pattern(path: str) -> tuple[ResourceType, str, PatternType]:
+    """The resource pattern an ACL document's path names (the inverse of :func:`acl_path`).
+
+    >>> acl_pattern(acl_path(PatternType.PREFIXED, ResourceType.TOPIC, "pay"))
+    (<ResourceType.TOPIC: 2>, 'pay', <PatternType.PREFIXED: 4>)
+    """
+    for ptype, root in ACL_ROOTS.items():
+        if path.startswith(root + "/"):
+            type_name, _, name = path[len(root) + 1:].partition("/")
+            return ResourceType.parse(type_name), name, ptype
+    raise ZnodeDataError(f"{path}: not an ACL path")
 
 
 def delete_topic_path(topic: str) -> str:
@@ -333,6 +361,40 @@ class EntityConfig:
     def decode(cls, path: str, data: bytes | None) -> "EntityConfig":
         doc = _load(data, path, (1,))
         return cls({str(k): str(v) for k, v in (doc.get("config") or {}).items()})
+
+
+@dataclass(frozen=True)
+class AclDocument:
+    """``/kafka-acl/<Type>/<name>`` and ``/kafka-acl-extended/prefixed/<Type>/<name>``: the ACLs
+    of one resource pattern, with Kafka's names (so kafka-acls.sh could read them).
+
+    >>> acl = AclBinding(ResourceType.GROUP, "etl", PatternType.LITERAL, "User:alice", "*",
+    ...                  AclOperation.READ, AclPermissionType.ALLOW)
+    >>> AclDocument((acl,)).encode()
+    b'{"acls":[{"host":"*","operation":"Read","permissionType":"Allow","principal":"User:alice"}],"version":1}'
+    >>> path = acl_path(PatternType.LITERAL, ResourceType.GROUP, "etl")
+    >>> AclDocument.decode(path, AclDocument((acl,)).encode()).acls == (acl,)
+    True
+    """
+
+    acls: tuple[AclBinding, ...]
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "acls": [
+            {"principal": a.principal, "host": a.host, "operation": a.operation.kafka_name,
+             "permissionType": a.permission_type.kafka_name} for a in self.acls]})
+
+    @classmethod
+    def decode(cls, path: str, data: bytes | None) -> "AclDocument":
+        rtype, name, ptype = acl_pattern(path)
+        doc = _load(data, path, (1,))
+        try:
+            return cls(tuple(AclBinding(rtype, name, ptype, str(e["principal"]), str(e["host"]),
+                                        AclOperation.parse(e["operation"]),
+                                        AclPermissionType.parse(e["permissionType"]))
+                             for e in doc["acls"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ZnodeDataError(f"{path}: bad ACL entry ({e})") from None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@ type, default, validator and documentation (grouped by the layer that owns it)."
 from __future__ import annotations
 
 from .keys import (BOOLEAN, DOUBLE, INT, INT_MAX, LIST, LONG, LONG_MAX, PASSWORD, STRING, at_least, between,
-                   define, define_topic, each_one_of, kafka_version, one_of, refused, throttled_replicas)
+                   define, define_topic, each_one_of, kafka_version, one_of, principals, refused, throttled_replicas)
+
+#: Kafka's names of the ACL authorizer (ZooKeeper mode) that authorizer.class.name may give
+ACL_AUTHORIZERS = ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")
 
 # --- the log's properties (DESIGN §4); other layers add theirs with define() ---
 HOUR_MS = 3_600_000
@@ -203,6 +206,14 @@ define("connections.max.reauth.ms", LONG, 0, at_least(0), "Longest a SASL sessio
        "client must re-authenticate (KIP-368); 0: forever.")
 define("connection.failed.authentication.delay.ms", INT, 100, at_least(0), "A failed authentication "
        "is answered and the connection closed only after this delay, so guessing is slow.")
+define("authorizer.class.name", STRING, "", one_of("", *ACL_AUTHORIZERS), "Empty: every "
+       "client may do everything and the ACL APIs answer SECURITY_DISABLED. "
+       "kafka.security.authorizer.AclAuthorizer (or the older kafka.security.auth.SimpleAclAuthorizer): "
+       "every request is checked against the ACLs stored under /kafka-acl (the metadata file when embedded).")
+define("super.users", STRING, "", principals, "Principals allowed everything whatever the ACLs, "
+       "separated by ';' (User:admin;User:CN=broker,O=example).")
+define("allow.everyone.if.no.acl.found", BOOLEAN, False, None, "With an authorizer: whether a "
+       "resource without any ACL is open to everyone (false: only super users may use it).")
 
 
 # --- the group coordinator, __consumer_offsets and producer ids (owned by the coordinator; issue 5) ---

@@ -180,6 +180,14 @@ def kafka_version(v: str) -> None:
         raise ValueError("must be a Kafka version such as 3.0-IV1")
 
 
+def principals(v: str) -> None:
+    """``super.users``: ``Type:name`` principals separated by ';'."""
+    for part in v.split(";"):
+        kind, sep, name = part.strip().partition(":")
+        if part.strip() and not (kind and sep and name):
+            raise ValueError(f"{part.strip()!r} is not a principal (Type:name, e.g. User:admin)")
+
+
 def refused(reason: str) -> Callable[[Any], None]:
     """A boolean feature this broker lacks: true is refused with Kafka's reason."""
     def check(v: bool) -> None:

@@ -29,6 +29,7 @@ from fastkafka.config import ConfigException, KafkaConfig
 from fastkafka.log import LogManager
 from fastkafka.security import ScramCredential
 
+from .authorizer import Authorizer, authorizer_from_config
 from .coordination import CoordinationService
 from .dispatch import Dispatcher
 from .handlers import HANDLERS, advertised_apis
@@ -74,6 +75,7 @@ class Broker:
         self.coordination: CoordinationService | None = None  # see group_coordination()
         self.socket_server: SocketServer | None = None
         self.listener_security: dict[str, ListenerSecurity] = {}   # per listener name, from startup
+        self.authorizer: Authorizer | None = None   # authorizer.class.name set: ACLs decide every request
         self._channel: RequestChannel | None = None
         self._stopped = threading.Event()
         self._started = False
@@ -126,6 +128,7 @@ class Broker:
                 self.metadata = self.cluster.metadata
                 self.topics = ClusterTopicManager(cfg, self.logs, self.metadata, self.fetch_purgatory)
             self.topics.load()
+            self.authorizer = authorizer_from_config(cfg, self.metadata.acls)
             if self.cluster is not None:
                 from .replica_manager import ReplicaManager  # noqa: PLC0415 (needs kazoo)
                 self.replicas = ReplicaManager(cfg, self.topics, self.metadata, self.fetch_purgatory)

@@ -29,6 +29,8 @@ from fastkafka import errors
 from fastkafka import protocol as P
 from fastkafka.security import AuthenticationFailed
 
+from .authorizer import CLUSTER_NAME, NOT_REQUESTED, AclOperation, ResourceType, every_operation
+
 __all__ = ["Dispatcher", "RequestContext", "DELAYED"]
 
 log = logging.getLogger("fastkafka.server")
@@ -63,6 +65,33 @@ class RequestContext:
     @property
     def listener(self) -> str:
         return self.request.listener
+
+    @property
+    def client_host(self) -> str:
+        return self.request.conn.peer[0]
+
+    # --- authorization (always allowed when the broker has no authorizer) ---
+    def authorize(self, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+        """Whether this request's principal may do ``op`` on the resource ``rtype:name``."""
+        auth = self.broker.authorizer
+        return auth is None or auth.authorize(self.session.principal, self.client_host, op, rtype, name)
+
+    def authorize_cluster(self, op: AclOperation) -> bool:
+        return self.authorize(op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def authorize_any(self, op: AclOperation, rtype: ResourceType) -> bool:
+        """Whether ``op`` is allowed on at least one resource of ``rtype``."""
+        auth = self.broker.authorizer
+        return auth is None or auth.authorize_any(self.session.principal, self.client_host, op, rtype)
+
+    def authorized_operations(self, rtype: ResourceType, name: str, asked: bool) -> int:
+        """KIP-430's field: the operations allowed on ``rtype:name`` when ``asked``."""
+        if not asked:
+            return NOT_REQUESTED
+        auth = self.broker.authorizer
+        if auth is None:
+            return every_operation(rtype)
+        return auth.operations(self.session.principal, self.client_host, rtype, name)
 
     def response(self, **fields):
         """This API's generated response class filled with ``fields`` (the rest take their

@@ -8,6 +8,10 @@ INVALID_PARTITIONS before anything is created.
 ``validate_only`` runs every check and changes nothing. A topic named twice in one request is
 INVALID_REQUEST for each occurrence, as Kafka answers. Changes are synchronous in embedded mode,
 so ``timeout_ms`` never expires.
+
+Authorization (with an authorizer): CreateTopics needs CREATE on the cluster or on the topic,
+DeleteTopics and DeleteRecords DELETE on the topic, CreatePartitions ALTER on the topic
+(TOPIC_AUTHORIZATION_FAILED for that topic otherwise, before anything else is checked).
 """
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ from collections import Counter
 
 from fastkafka import errors
 
+from ..authorizer import TOPIC, AclOperation
+from .authorization import require_topic
 from .failure import failure
 
 __all__ = ["handle_create_topics", "handle_delete_topics", "handle_create_partitions",
@@ -68,7 +74,11 @@ def handle_create_topics(ctx, req):
     topics = ctx.broker.topics
     cls = ctx.codec.api.response
 
+    may_create_any = ctx.authorize_cluster(AclOperation.CREATE)
+
     def create(t):
+        if not may_create_any:
+            require_topic(ctx, AclOperation.CREATE, t.name)
         _check_partition_count(max(t.num_partitions, len(t.assignments or ())))
         configs = {c.name: c.value for c in t.configs}
         if req.validate_only:
@@ -83,9 +93,14 @@ def handle_create_topics(ctx, req):
 
 def handle_delete_topics(ctx, req):
     cls = ctx.codec.api.response
+
+    def delete(name):
+        require_topic(ctx, AclOperation.DELETE, name)
+        ctx.broker.topics.delete(name)
+
     return cls(throttle_time_ms=0, responses=[
         cls.Responses(name=name, error_code=code)
-        for name, code, _ in _each_topic(req.topic_names, lambda n: n, ctx.broker.topics.delete)])
+        for name, code, _ in _each_topic(req.topic_names, lambda n: n, delete)])
 
 
 def handle_create_partitions(ctx, req):
@@ -93,6 +108,7 @@ def handle_create_partitions(ctx, req):
     cls = ctx.codec.api.response
 
     def grow(t):
+        require_topic(ctx, AclOperation.ALTER, t.name)
         _check_partition_count(t.count)
         if t.assignments is not None:
             me = ctx.broker.broker_id
@@ -111,9 +127,12 @@ def handle_delete_records(ctx, req):
     out = []
     for t in req.topics:
         parts = []
+        deletable = ctx.authorize(AclOperation.DELETE, TOPIC, t.name)
         for p in t.partitions:
             low, code = -1, 0
             try:
+                if not deletable:
+                    require_topic(ctx, AclOperation.DELETE, t.name)
                 low = topics.log(t.name, p.partition_index).delete_records(p.offset)
             except Exception as e:  # noqa: BLE001
                 code, _ = failure(e, "topic administration")

@@ -5,8 +5,12 @@ cluster's authorized operations when asked. DescribeLogDirs lists each ``log.dir
 the size of every partition in it (``offset_lag`` 0 and no future replicas: nothing moves
 between directories here) and, from v4, the file system's total and usable bytes.
 DescribeProducers lists the producers each partition's leader remembers, with the coordinator
-epoch of their last marker and the first offset of their open transaction (-1: none). The ACL APIs
-answer SECURITY_DISABLED, Kafka's answer when no authorizer is configured.
+epoch of their last marker and the first offset of their open transaction (-1: none).
+
+DescribeLogDirs needs DESCRIBE on the cluster, DescribeProducers READ on each topic. The ACL APIs
+(DescribeAcls: DESCRIBE on the cluster; CreateAcls, DeleteAcls: ALTER on the cluster) read and
+change the metadata store's ACLs, validated as Kafka validates them (INVALID_REQUEST per creation
+or filter); without an authorizer they answer SECURITY_DISABLED, as Kafka does.
 """
 from __future__ import annotations
 
@@ -14,8 +18,10 @@ import os
 
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
+from fastkafka.security.acl import AclBinding, AclBindingFilter, InvalidAcl
 
-from ..authorized_operations import CLUSTER, authorized_operations
+from ..authorizer import CLUSTER, CLUSTER_NAME, TOPIC, AclOperation
+from .authorization import require_cluster
 from .failure import failure
 from .metadata import live_brokers
 
@@ -36,8 +42,8 @@ def handle_describe_cluster(ctx, req):
     return ctx.codec.api.response(
         throttle_time_ms=0, error_code=0, cluster_id=ctx.broker.cluster_id, controller_id=controller_id,
         brokers=[{"broker_id": i, "host": h, "port": p, "rack": r} for i, h, p, r in nodes],
-        cluster_authorized_operations=authorized_operations(
-            CLUSTER, req.include_cluster_authorized_operations))
+        cluster_authorized_operations=ctx.authorized_operations(
+            CLUSTER, CLUSTER_NAME, req.include_cluster_authorized_operations))
 
 
 def _wanted(req):
@@ -48,6 +54,9 @@ def _wanted(req):
 
 
 def handle_describe_log_dirs(ctx, req):
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return ctx.codec.api.response(throttle_time_ms=0, error_code=errors.ClusterAuthorizationFailedError.code,
+                                      results=[])
     wanted = _wanted(req)
     logs = ctx.broker.logs
     by_dir: dict[str, dict[str, list]] = {d: {} for d in logs.log_dirs}
@@ -71,8 +80,11 @@ def handle_describe_log_dirs(ctx, req):
     return ctx.codec.api.response(throttle_time_ms=0, error_code=0, results=results)
 
 
-def _partition_producers(topics, name: str, p: int) -> dict:
+def _partition_producers(ctx, name: str, p: int) -> dict:
+    topics = ctx.broker.topics
     try:
+        if not ctx.authorize(AclOperation.READ, TOPIC, name):
+            raise errors.TopicAuthorizationFailedError(f"Not authorized to read topic {name}")
         active = topics.log(name, p).describe_producers()
     except Exception as e:
         code, msg = failure(e, "producers of %s-%d", name, p)
@@ -83,26 +95,95 @@ def _partition_producers(topics, name: str, p: int) -> dict:
 
 
 def handle_describe_producers(ctx, req):
-    topics = ctx.broker.topics
     return ctx.codec.api.response(throttle_time_ms=0, topics=[
-        {"name": t.name, "partitions": [_partition_producers(topics, t.name, p) for p in t.partition_indexes]}
+        {"name": t.name, "partitions": [_partition_producers(ctx, t.name, p) for p in t.partition_indexes]}
         for t in req.topics])
 
 
+def _acl_filter(f) -> AclBindingFilter:
+    return AclBindingFilter.of(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter,
+                               f.principal_filter, f.host_filter, f.operation, f.permission_type)
+
+
+def _acl_fields(a: AclBinding) -> dict:
+    return {"resource_type": a.resource_type, "resource_name": a.resource_name, "pattern_type": a.pattern_type,
+            "principal": a.principal, "host": a.host, "operation": a.operation,
+            "permission_type": a.permission_type}
+
+
 def handle_describe_acls(ctx, req):
-    return ctx.codec.api.response(throttle_time_ms=0, error_code=_SECURITY_DISABLED,
-                                  error_message=_NO_AUTHORIZER, resources=[])
+    cls = ctx.codec.api.response
+    if ctx.broker.authorizer is None:
+        return cls(throttle_time_ms=0, error_code=_SECURITY_DISABLED, error_message=_NO_AUTHORIZER, resources=[])
+    require_cluster(ctx, AclOperation.DESCRIBE)
+    try:
+        wanted = _acl_filter(req)
+    except InvalidAcl as e:
+        return cls(throttle_time_ms=0, error_code=errors.InvalidRequestError.code, error_message=str(e),
+                   resources=[])
+    by_pattern: dict[tuple, list] = {}
+    for a in ctx.broker.metadata.acls():
+        if wanted.matches(a):
+            by_pattern.setdefault(a.pattern, []).append(
+                {"principal": a.principal, "host": a.host, "operation": a.operation,
+                 "permission_type": a.permission_type})
+    return cls(throttle_time_ms=0, error_code=0, resources=[
+        {"resource_type": rtype, "resource_name": name, "pattern_type": ptype, "acls": acls}
+        for (rtype, name, ptype), acls in sorted(by_pattern.items())])
 
 
 def handle_create_acls(ctx, req):
-    return ctx.codec.api.response(throttle_time_ms=0, results=[
-        {"error_code": _SECURITY_DISABLED, "error_message": _NO_AUTHORIZER} for _ in req.creations])
+    cls = ctx.codec.api.response
+    if ctx.broker.authorizer is None:
+        return cls(throttle_time_ms=0, results=[
+            {"error_code": _SECURITY_DISABLED, "error_message": _NO_AUTHORIZER} for _ in req.creations])
+    require_cluster(ctx, AclOperation.ALTER)
+    results, new = [], []
+    for c in req.creations:
+        try:
+            new.append(AclBinding.of(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal,
+                                     c.host, c.operation, c.permission_type))
+            results.append({"error_code": 0})
+        except InvalidAcl as e:
+            results.append({"error_code": errors.InvalidRequestError.code, "error_message": str(e)})
+    if new:
+        try:
+            ctx.broker.metadata.change_acls(add=new)
+        except Exception as e:       # the store could not persist them (ZooKeeper gone): none was stored
+            code, msg = failure(e, "store %d ACLs", len(new))
+            results = [r if r["error_code"] else {"error_code": code, "error_message": msg} for r in results]
+    return cls(throttle_time_ms=0, results=results)
 
 
 def handle_delete_acls(ctx, req):
-    return ctx.codec.api.response(throttle_time_ms=0, filter_results=[
-        {"error_code": _SECURITY_DISABLED, "error_message": _NO_AUTHORIZER, "matching_acls": []}
-        for _ in req.filters])
+    cls = ctx.codec.api.response
+    if ctx.broker.authorizer is None:
+        return cls(throttle_time_ms=0, filter_results=[
+            {"error_code": _SECURITY_DISABLED, "error_message": _NO_AUTHORIZER, "matching_acls": []}
+            for _ in req.filters])
+    require_cluster(ctx, AclOperation.ALTER)
+    store = ctx.broker.metadata
+    current = list(store.acls())
+    results, doomed = [], {}
+    for f in req.filters:
+        try:
+            wanted = _acl_filter(f)
+        except InvalidAcl as e:
+            results.append({"error_code": errors.InvalidRequestError.code, "error_message": str(e),
+                            "matching_acls": []})
+            continue
+        matching = [a for a in current if wanted.matches(a)]
+        doomed.update(dict.fromkeys(matching))
+        results.append({"error_code": 0, "matching_acls": [
+            {"error_code": 0, **_acl_fields(a)} for a in matching]})
+    if doomed:
+        try:
+            store.change_acls(remove=list(doomed))
+        except Exception as e:
+            code, msg = failure(e, "delete %d ACLs", len(doomed))
+            results = [r if r["error_code"] else {"error_code": code, "error_message": msg, "matching_acls": []}
+                       for r in results]
+    return cls(throttle_time_ms=0, filter_results=results)
 
 
 # api key -> (handler, min version, max version), merged into the dispatch table's RANGES.

@@ -12,12 +12,16 @@ Topic entries list every topic-level property with its effective value and where
 when the broker's server.properties set the underlying ``log.*`` key, DEFAULT_CONFIG otherwise.
 v0 marks defaults with ``is_default``; v1+ with ``config_source`` and, on request, synonyms
 (override, broker value, default — most specific first). Broker properties are read-only here.
+
+Authorization (with an authorizer): DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the
+topic (TOPIC_AUTHORIZATION_FAILED) or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from fastkafka import errors
 from fastkafka.config import KEYS, LIST, PASSWORD, TOPIC_KEYS
 
+from .authorization import AclOperation, require_cluster, require_topic
 from .failure import failure
 
 __all__ = ["handle_describe_configs", "handle_alter_configs", "handle_incremental_alter_configs"]
@@ -25,6 +29,13 @@ __all__ = ["handle_describe_configs", "handle_alter_configs", "handle_incrementa
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3     # IncrementalAlterConfigs' config_operation
+
+
+def _require(ctx, op: AclOperation, r) -> None:
+    if r.resource_type == TOPIC:
+        require_topic(ctx, op, r.resource_name)
+    elif r.resource_type == BROKER:
+        require_cluster(ctx, op)
 
 
 def _fmt(v) -> str | None:
@@ -97,6 +108,7 @@ def handle_describe_configs(ctx, req):
         keys = None if r.configuration_keys is None else set(r.configuration_keys)
         code, msg, configs = 0, None, []
         try:
+            _require(ctx, AclOperation.DESCRIBE_CONFIGS, r)
             if r.resource_type == TOPIC:
                 configs = _topic_configs(ctx, cls, r.resource_name, keys, synonyms)
             elif r.resource_type == BROKER:
@@ -116,6 +128,7 @@ def _alter(ctx, req, new_configs):
     for r in req.resources:
         code, msg = 0, None
         try:
+            _require(ctx, AclOperation.ALTER_CONFIGS, r)
             if r.resource_type == TOPIC:
                 topics = ctx.broker.topics
                 info = topics.get(r.resource_name)

@@ -22,7 +22,8 @@ answers FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
 READ_COMMITTED (v4+) reads up to the last stable offset (below every open transaction) and
 lists the aborted transactions of what it returns, from the segments' aborted-transaction
 indexes; clients drop those producers' batches up to their ABORT markers. Every answer reports
-the last stable offset. Fetch sessions (v7+, KIP-227) are declined: every answer
+the last stable offset. With an authorizer a consumer needs READ on each topic and a follower
+CLUSTER_ACTION on the cluster (TOPIC_AUTHORIZATION_FAILED per partition otherwise). Fetch sessions (v7+, KIP-227) are declined: every answer
 carries session id 0, which tells the client to keep sending full requests.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from fastkafka import errors
 
+from ..authorizer import TOPIC, AclOperation
 from ..dispatch import DELAYED
 from ..purgatory import DelayedOperation
 from ..send import FileRegion
@@ -64,14 +66,20 @@ def _read_all(ctx, req) -> _Read:
     budget = req.max_bytes if kip74 else 1 << 62
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
     out = _Read()
+    from_replica = req.replica_id >= 0
     for t in req.topics:
         parts = []
+        # Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic
+        allowed = (ctx.authorize_cluster(AclOperation.CLUSTER_ACTION) if from_replica
+                   else ctx.authorize(AclOperation.READ, TOPIC, t.topic))
         for p in t.partitions:
             hw = start = stable = -1
             code = 0
             records = b""
             aborted = [] if committed else None
             try:
+                if not allowed:
+                    raise errors.TopicAuthorizationFailedError(f"not authorized to read {t.topic}")
                 lg = leader_log(ctx, replicas, t.topic, p.partition, p.current_leader_epoch)
                 if follower >= 0:
                     replicas.follower_fetched(t.topic, p.partition, follower, p.fetch_offset)

@@ -5,6 +5,13 @@ rebalance completes, possibly from its timer thread, and the callback sends the 
 (``RequestContext.send`` is thread-safe). Everything else answers at once. Error codes come
 from the coordinator; nothing here raises for a group-level condition.
 
+Authorization (with an authorizer), as Kafka's KafkaApis: READ on the group for JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup and OffsetCommit (plus READ on each committed topic); DESCRIBE on
+the group (or transactional id) for FindCoordinator, DescribeGroups and OffsetFetch (plus DESCRIBE
+on each topic, and "all topics" lists only describable ones); DELETE on the group for DeleteGroups
+and OffsetDelete (plus READ on each topic); ListGroups lists every group with DESCRIBE on the
+cluster, else only the groups the principal may describe.
+
 Example (what a kafka-python consumer's first requests amount to)::
 
     FindCoordinator(key="g")         -> this broker
@@ -19,8 +26,9 @@ from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata, partition_fo
 from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
-from ..authorized_operations import GROUP, authorized_operations
+from ..authorizer import GROUP, TOPIC, TRANSACTIONAL_ID, AclOperation
 from ..dispatch import DELAYED
+from .authorization import require_group, require_transactional_id
 
 __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", "handle_heartbeat",
            "handle_leave_group", "handle_list_groups", "handle_describe_groups",
@@ -35,12 +43,16 @@ def _groups(ctx):
     return ctx.broker.group_coordination().groups
 
 
-def _client_host(ctx) -> str:
-    peer = getattr(getattr(ctx.request, "conn", None), "peer", None)
-    return f"/{peer[0]}" if peer else ""
+_TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
+_GROUP_DENIED = errors.GroupAuthorizationFailedError.code
+READ, DESCRIBE, DELETE = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE
 
 
 def handle_find_coordinator(ctx, req):
+    if req.key_type == TRANSACTION_KEY_TYPE:
+        require_transactional_id(ctx, DESCRIBE, req.key)
+    else:
+        require_group(ctx, DESCRIBE, req.key)
     svc = ctx.broker.group_coordination()          # make sure the coordinators are up (and loading)
     if req.key_type == TRANSACTION_KEY_TYPE and svc.transaction_coordinator() is None:
         # cluster mode serves no transactions yet: a fatal answer beats clients retrying forever
@@ -70,6 +82,7 @@ def _cluster_coordinator(ctx, svc, group_id: str):
 
 
 def handle_join_group(ctx, req):
+    require_group(ctx, READ, req.group_id)
     cls = ctx.codec.api.response
 
     def done(r):
@@ -78,7 +91,7 @@ def handle_join_group(ctx, req):
                      members=[cls.Members(member_id=m, group_instance_id=i, metadata=meta)
                               for m, i, meta in r.members]))
     _groups(ctx).join_group(
-        req.group_id, req.member_id, req.group_instance_id, ctx.client_id or "", _client_host(ctx),
+        req.group_id, req.member_id, req.group_instance_id, ctx.client_id or "", "/" + ctx.client_host,
         req.session_timeout_ms, req.rebalance_timeout_ms, req.protocol_type,
         [(p.name, p.metadata) for p in req.protocols], done,
         require_known_member_id=ctx.version >= 4)
@@ -86,6 +99,7 @@ def handle_join_group(ctx, req):
 
 
 def handle_sync_group(ctx, req):
+    require_group(ctx, READ, req.group_id)
     def done(r):
         ctx.send(ctx.response(throttle_time_ms=0, error_code=r.error, assignment=r.assignment))
     _groups(ctx).sync_group(req.group_id, req.generation_id, req.member_id, req.group_instance_id,
@@ -94,17 +108,21 @@ def handle_sync_group(ctx, req):
 
 
 def handle_heartbeat(ctx, req):
+    require_group(ctx, READ, req.group_id)
     code = _groups(ctx).heartbeat(req.group_id, req.generation_id, req.member_id,
                                   req.group_instance_id)
     return ctx.response(throttle_time_ms=0, error_code=code)
 
 
 def handle_leave_group(ctx, req):
+    require_group(ctx, READ, req.group_id)
     return ctx.response(throttle_time_ms=0, error_code=_groups(ctx).leave_group(req.group_id, req.member_id))
 
 
 def handle_list_groups(ctx, req):
     code, groups = _groups(ctx).list_groups()
+    if not ctx.authorize_cluster(DESCRIBE):
+        groups = [(g, t) for g, t in groups if ctx.authorize(DESCRIBE, GROUP, g)]
     cls = ctx.codec.api.response
     return cls(throttle_time_ms=0, error_code=code,
                groups=[cls.Groups(group_id=g, protocol_type=t) for g, t in groups])
@@ -114,11 +132,16 @@ def handle_describe_groups(ctx, req):
     gc = _groups(ctx)
     cls = ctx.codec.api.response
     out = []
-    ops = authorized_operations(GROUP, ctx.version >= 3 and req.include_authorized_operations)
+    ops_asked = ctx.version >= 3 and req.include_authorized_operations
     for gid in req.groups:
+        if not ctx.authorize(DESCRIBE, GROUP, gid):
+            out.append(cls.Groups(error_code=_GROUP_DENIED, group_id=gid, group_state="", protocol_type="",
+                                  protocol_data="", members=[]))
+            continue
         s = gc.describe_group(gid)
         out.append(cls.Groups(
-            error_code=s.error, group_id=gid, group_state=s.state, authorized_operations=ops,
+            error_code=s.error, group_id=gid, group_state=s.state,
+            authorized_operations=ctx.authorized_operations(GROUP, gid, ops_asked),
             protocol_type=s.protocol_type, protocol_data=s.protocol,
             members=[cls.Groups.Members(member_id=m.member_id, group_instance_id=m.group_instance_id,
                                         client_id=m.client_id, client_host=m.client_host,
@@ -128,7 +151,9 @@ def handle_describe_groups(ctx, req):
 
 
 def handle_delete_groups(ctx, req):
-    result = _groups(ctx).delete_groups(list(req.groups_names))
+    allowed = [g for g in req.groups_names if ctx.authorize(DELETE, GROUP, g)]
+    result = dict.fromkeys(req.groups_names, _GROUP_DENIED)
+    result.update(_groups(ctx).delete_groups(allowed) if allowed else {})
     cls = ctx.codec.api.response
     return cls(throttle_time_ms=0,
                results=[cls.Results(group_id=g, error_code=result[g]) for g in req.groups_names])
@@ -150,6 +175,7 @@ def handle_offset_commit(ctx, req):
         return OffsetAndMetadata(p.committed_offset, p.committed_metadata, ts,
                                  ts + retention if retention >= 0 else None,
                                  p.committed_leader_epoch if v >= 6 else -1)
+    require_group(ctx, READ, req.group_id)
     offsets, codes = requested_offsets(ctx, req, offset_of)
     if offsets:
         generation = req.generation_id_or_member_epoch if v >= 1 else -1
@@ -160,12 +186,16 @@ def handle_offset_commit(ctx, req):
 
 def requested_offsets(ctx, req, offset_of) -> tuple[dict, dict]:
     """OffsetCommit's and TxnOffsetCommit's partitions: ``({tp: offset_of(partition)}, {tp:
-    UNKNOWN_TOPIC_OR_PARTITION})`` for those that exist and those that do not."""
+    error})`` for those that exist and may be read, and the others (TOPIC_AUTHORIZATION_FAILED,
+    UNKNOWN_TOPIC_OR_PARTITION)."""
     offsets, codes = {}, {}
     for t in req.topics:
+        readable = ctx.authorize(READ, TOPIC, t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if partition_exists(ctx, *tp):
+            if not readable:
+                codes[tp] = _TOPIC_DENIED
+            elif partition_exists(ctx, *tp):
                 offsets[tp] = offset_of(p)
             else:
                 codes[tp] = errors.UnknownTopicOrPartitionError.code
@@ -184,11 +214,22 @@ def commit_response(ctx, req, codes: dict) -> object:
 
 def handle_offset_fetch(ctx, req):
     v = ctx.version
-    wanted = None if req.topics is None else \
-        [(t.name, p) for t in req.topics for p in t.partition_indexes]
-    code, got = _groups(ctx).fetch_offsets(req.group_id, wanted)
+    require_group(ctx, DESCRIBE, req.group_id)
     cls = ctx.codec.api.response
     by_topic: dict[str, list] = {}
+    wanted = None
+    if req.topics is not None:
+        wanted = []
+        for t in req.topics:
+            if ctx.authorize(DESCRIBE, TOPIC, t.name):
+                wanted.extend((t.name, p) for p in t.partition_indexes)
+            else:
+                by_topic[t.name] = [cls.Topics.Partitions(partition_index=p, committed_offset=-1, metadata="",
+                                                          error_code=_TOPIC_DENIED)
+                                    for p in t.partition_indexes]
+    code, got = _groups(ctx).fetch_offsets(req.group_id, wanted)
+    if wanted is None:
+        got = {tp: om for tp, om in got.items() if ctx.authorize(DESCRIBE, TOPIC, tp[0])}
     for (topic, partition), om in (got.items() if wanted is None else
                                    ((tp, got.get(tp)) for tp in wanted)):
         by_topic.setdefault(topic, []).append(cls.Topics.Partitions(
@@ -203,8 +244,13 @@ def handle_offset_fetch(ctx, req):
 
 
 def handle_offset_delete(ctx, req):
-    tps = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    require_group(ctx, DELETE, req.group_id)
+    readable = {t.name for t in req.topics if ctx.authorize(READ, TOPIC, t.name)}
+    tps = [(t.name, p.partition_index) for t in req.topics if t.name in readable for p in t.partitions]
     code, result = _groups(ctx).delete_offsets(req.group_id, tps)
+    for t in req.topics:
+        if t.name not in readable:
+            result.update(((t.name, p.partition_index), _TOPIC_DENIED) for p in t.partitions)
     cls = ctx.codec.api.response
     return cls(error_code=code, throttle_time_ms=0, topics=[
         cls.Topics(name=t.name, partitions=[

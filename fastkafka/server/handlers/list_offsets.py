@@ -4,12 +4,13 @@
 Special timestamps: -1 latest (the high watermark; with isolation_level READ_COMMITTED, v2+,
 the last stable offset), -2 earliest (the log start offset); any
 other value finds the first record with a timestamp at or after it (offset -1 and timestamp -1
-when there is none, as Kafka answers).
+when there is none, as Kafka answers). Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from fastkafka import errors
 
+from .authorization import AclOperation, require_topic
 from .failure import failure
 
 __all__ = ["handle_list_offsets"]
@@ -34,6 +35,7 @@ def handle_list_offsets(ctx, req):
                 if version >= 1 and p.partition_index in seen:
                     raise errors.InvalidRequestError("partition listed twice")
                 seen.add(p.partition_index)
+                require_topic(ctx, AclOperation.DESCRIBE, t.name)
                 lg = topics.log(t.name, p.partition_index)
                 if version == 0:
                     if p.max_num_offsets < 0:

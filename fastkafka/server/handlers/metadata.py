@@ -7,6 +7,10 @@ returned at once with its partitions: in embedded mode the partitions exist as s
 returns, so there is nothing to wait for (Kafka answers LEADER_NOT_AVAILABLE here and lets the
 client retry).
 
+With an authorizer, "all topics" lists only those the principal may DESCRIBE; a named topic it
+may not describe answers TOPIC_AUTHORIZATION_FAILED (existing or not), and auto-creation needs
+CREATE on the cluster or on the topic (Kafka's KafkaApis).
+
 Cluster mode (``zookeeper.connect``): the brokers are every registered broker, the controller is
 the elected one, and each partition carries the leader, replicas and ISR the controller wrote; a
 partition without a leader answers LEADER_NOT_AVAILABLE so clients retry. Auto-creation waits
@@ -17,7 +21,7 @@ from __future__ import annotations
 from fastkafka import errors
 from fastkafka.cluster.embedded import validate_topic_name
 
-from ..authorized_operations import CLUSTER, TOPIC, authorized_operations
+from ..authorizer import CLUSTER_NAME, TOPIC, AclOperation, ResourceType
 from ..topics import INTERNAL_TOPICS
 
 __all__ = ["handle_metadata", "live_brokers"]
@@ -41,7 +45,8 @@ def _cluster_partitions(resp_cls, metadata, info):
     return parts
 
 
-def _topic(resp_cls, broker, info, version, ops):
+def _topic(ctx, info, ops_asked: bool):
+    broker, resp_cls = ctx.broker, ctx.codec.api.response
     me = broker.broker_id
     if broker.cluster is not None:
         parts = _cluster_partitions(resp_cls, broker.metadata, info)
@@ -50,7 +55,8 @@ def _topic(resp_cls, broker, info, version, ops):
                                             replica_nodes=[me], isr_nodes=[me], offline_replicas=[])
                  for p in range(info.partitions)]
     return resp_cls.Topics(error_code=_NONE, name=info.name, is_internal=info.name in INTERNAL_TOPICS,
-                           partitions=parts, topic_authorized_operations=ops)
+                           partitions=parts,
+                           topic_authorized_operations=ctx.authorized_operations(TOPIC, info.name, ops_asked))
 
 
 def live_brokers(ctx) -> tuple[list[tuple[int, str, int, str | None]], int]:
@@ -74,15 +80,25 @@ def handle_metadata(ctx, req):
     resp_cls = ctx.codec.api.response
     version = ctx.version
     out_topics = []
-    topic_ops = authorized_operations(TOPIC, version >= 8 and req.include_topic_authorized_operations)
+    ops_asked = version >= 8 and req.include_topic_authorized_operations
+    describe = AclOperation.DESCRIBE
     if req.topics is None or (version == 0 and not req.topics):
         for info in sorted(topics.all().values(), key=lambda i: i.name):
-            out_topics.append(_topic(resp_cls, broker, info, version, topic_ops))
+            if ctx.authorize(describe, TOPIC, info.name):
+                out_topics.append(_topic(ctx, info, ops_asked))
     else:
         allow_create = req.allow_auto_topic_creation if version >= 4 else True
+        denied = errors.TopicAuthorizationFailedError.code
         for t in req.topics:
             name = t.name
+            if not ctx.authorize(describe, TOPIC, name):
+                out_topics.append(resp_cls.Topics(error_code=denied, name=name, partitions=[]))
+                continue
             info = topics.get(name)
+            if info is None and allow_create and not (ctx.authorize_cluster(AclOperation.CREATE)
+                                                      or ctx.authorize(AclOperation.CREATE, TOPIC, name)):
+                out_topics.append(resp_cls.Topics(error_code=denied, name=name, partitions=[]))
+                continue
             if info is None:
                 try:
                     validate_topic_name(name)
@@ -99,7 +115,7 @@ def handle_metadata(ctx, req):
                 out_topics.append(resp_cls.Topics(error_code=errors.UnknownTopicOrPartitionError.code,
                                                   name=name, partitions=[]))
             else:
-                out_topics.append(_topic(resp_cls, broker, info, version, topic_ops))
+                out_topics.append(_topic(ctx, info, ops_asked))
     nodes, controller_id = live_brokers(ctx)
     return resp_cls(
         throttle_time_ms=0,
@@ -107,6 +123,6 @@ def handle_metadata(ctx, req):
         cluster_id=broker.cluster_id,
         controller_id=controller_id,
         topics=out_topics,
-        cluster_authorized_operations=authorized_operations(
-            CLUSTER, version >= 8 and req.include_cluster_authorized_operations),
+        cluster_authorized_operations=ctx.authorized_operations(
+            ResourceType.CLUSTER, CLUSTER_NAME, version >= 8 and req.include_cluster_authorized_operations),
     )

@@ -13,6 +13,10 @@ watermark passes the batch (every in-sync replica has it) or ``timeout_ms`` pass
 NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka does (the records are in the log all the same). On a
 single broker the leader is every replica, so -1 equals 1. Any other value → INVALID_REQUIRED_ACKS
 for every partition. Errors are per partition and never stop the others.
+
+Authorization (with an authorizer): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for its
+partitions) and, for a transactional producer, WRITE on its transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), as Kafka checks them.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 from fastkafka import errors
 from fastkafka.records import magic_of
 
+from ..authorizer import TOPIC, TRANSACTIONAL_ID, AclOperation
 from ..dispatch import DELAYED
 from ..purgatory import DelayedOperation
 from ..partition import LEADER
@@ -34,6 +39,8 @@ _UNSUPPORTED_FORMAT = errors.UnsupportedForMessageFormatError.code
 _TIMED_OUT = errors.RequestTimedOutError.code
 _NOT_LEADER = errors.NotLeaderOrFollowerError.code
 _TOO_FEW_AFTER = errors.NotEnoughReplicasAfterAppendError.code
+_TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
+_TXN_DENIED = errors.TransactionalIdAuthorizationFailedError.code
 ACKS_ALL = -1
 
 
@@ -109,13 +116,20 @@ def handle_produce(ctx, req):
     replicas = ctx.broker.replicas
     results = []
     waiting = []
+    txn_id = req.transactional_id
+    refused = None if acks in (0, 1, ACKS_ALL) else _INVALID_ACKS
+    if refused is None and txn_id is not None and not ctx.authorize(AclOperation.WRITE, TRANSACTIONAL_ID, txn_id):
+        refused = _TXN_DENIED
     for t in req.topic_data:
         parts = []
         results.append((t.name, parts))
+        topic_refused = refused
+        if topic_refused is None and not ctx.authorize(AclOperation.WRITE, TOPIC, t.name):
+            topic_refused = _TOPIC_DENIED
         for p in t.partition_data:
             wait = None
-            if acks not in (0, 1, ACKS_ALL):
-                code, base, lat, lso = _INVALID_ACKS, -1, -1, -1
+            if topic_refused is not None:
+                code, base, lat, lso = topic_refused, -1, -1, -1
             else:
                 try:
                     code, base, lat, lso, wait = _append(ctx, replicas, t.name, p.index, p.records, acks)

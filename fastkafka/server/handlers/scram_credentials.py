@@ -5,7 +5,8 @@ The client salts the password (``salt``, ``salted_password``, ``iterations``); t
 only the derived stored and server keys. Per-user answers follow Kafka's AdminManager: unknown
 mechanism UNSUPPORTED_SASL_MECHANISM, iterations outside 4096..16384 or an empty name
 UNACCEPTABLE_CREDENTIAL, a user named twice DUPLICATE_RESOURCE, a missing credential
-RESOURCE_NOT_FOUND.
+RESOURCE_NOT_FOUND. With an authorizer, describing needs DESCRIBE and altering ALTER on the
+cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from fastkafka import errors
 from fastkafka.protocol import ApiKey
 from fastkafka.security import MECHANISMS, ScramCredential, ScramMechanism, credential_from_salted_password
 
+from .authorization import AclOperation, require_cluster
+
 __all__ = ["SCRAM_CREDENTIAL_RANGES"]
 
 
 def handle_describe_user_scram_credentials(ctx, req):
+    require_cluster(ctx, AclOperation.DESCRIBE)
     cls = ctx.response
     store = ctx.broker.metadata
     users = store.users()
@@ -67,6 +71,7 @@ def _credential(change, counts, deletion: bool) -> tuple[str, ScramCredential | 
 
 
 def handle_alter_user_scram_credentials(ctx, req):
+    require_cluster(ctx, AclOperation.ALTER)
     cls = ctx.codec.api.response
     store = ctx.broker.metadata
     changes = [(c, True) for c in req.deletions] + [(c, False) for c in req.upsertions]

@@ -5,6 +5,13 @@ calls (and TxnOffsetCommit to the group coordinator, WriteTxnMarkers to the part
 Older versions cannot read PRODUCER_FENCED (90): InitProducerId below v4 and the others below
 v2 get INVALID_PRODUCER_EPOCH (47) instead, as Kafka answers them.
 
+Authorization (with an authorizer), as Kafka's KafkaApis: WRITE on the transactional id for every
+transactional call (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent InitProducerId needs
+IDEMPOTENT_WRITE on the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED);
+AddPartitionsToTxn WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, the others not attempted);
+AddOffsetsToTxn and TxnOffsetCommit READ on the group (and on each committed topic);
+WriteTxnMarkers CLUSTER_ACTION; DescribeTransactions and ListTransactions DESCRIBE on each id.
+
 Example (a transactional producer's requests)::
 
     FindCoordinator(key="app-1", key_type=1)   -> this broker
@@ -19,7 +26,9 @@ from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata
 from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
+from ..authorizer import TOPIC, TRANSACTIONAL_ID, AclOperation
 from ..txn_markers import write_marker
+from .authorization import require_cluster, require_group, require_transactional_id
 from .group import commit_response, partition_exists, requested_offsets
 
 __all__ = ["TRANSACTION_RANGES", "handle_init_producer_id", "handle_add_partitions_to_txn",
@@ -40,9 +49,14 @@ def _coordinator(ctx):
 
 
 _NOT_SERVED = errors.TransactionalIdAuthorizationFailedError.code
+WRITE = AclOperation.WRITE
 
 
 def handle_init_producer_id(ctx, req):
+    if req.transactional_id is not None:
+        require_transactional_id(ctx, WRITE, req.transactional_id)
+    elif not (ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE) or ctx.authorize_any(WRITE, TOPIC)):
+        raise errors.ClusterAuthorizationFailedError("Not authorized to get a producer id (idempotent write)")
     svc = ctx.broker.group_coordination()
     if req.transactional_id is None:       # idempotent only: a fresh producer id
         return ctx.response(throttle_time_ms=0, error_code=0, producer_id=svc.producer_ids.next_id(),
@@ -58,14 +72,17 @@ def handle_init_producer_id(ctx, req):
 
 def handle_add_partitions_to_txn(ctx, req):
     topics = req.v3_and_below_topics
+    require_transactional_id(ctx, WRITE, req.v3_and_below_transactional_id)
     wanted = {(t.name, p) for t in topics for p in t.partitions}
-    unknown = {tp for tp in wanted if not partition_exists(ctx, *tp)}
+    writable = {t.name for t in topics if ctx.authorize(WRITE, TOPIC, t.name)}
+    refused = {tp: errors.TopicAuthorizationFailedError.code for tp in wanted if tp[0] not in writable}
+    refused.update((tp, errors.UnknownTopicOrPartitionError.code) for tp in wanted
+                   if tp not in refused and not partition_exists(ctx, *tp))
     tc = _coordinator(ctx)
     if tc is None:
         codes = dict.fromkeys(wanted, _NOT_SERVED)
-    elif unknown:       # nothing is added: the known ones were not attempted
-        codes = {tp: errors.UnknownTopicOrPartitionError.code if tp in unknown
-                 else errors.OperationNotAttemptedError.code for tp in wanted}
+    elif refused:       # nothing is added: the others were not attempted
+        codes = {tp: refused.get(tp, errors.OperationNotAttemptedError.code) for tp in wanted}
     else:
         code = tc.add_partitions(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                                  req.v3_and_below_producer_epoch, wanted)
@@ -79,6 +96,8 @@ def handle_add_partitions_to_txn(ctx, req):
 
 
 def handle_add_offsets_to_txn(ctx, req):
+    require_transactional_id(ctx, WRITE, req.transactional_id)
+    require_group(ctx, AclOperation.READ, req.group_id)
     svc = ctx.broker.group_coordination()
     tc = svc.transaction_coordinator()
     if tc is None:
@@ -90,6 +109,7 @@ def handle_add_offsets_to_txn(ctx, req):
 
 
 def handle_end_txn(ctx, req):
+    require_transactional_id(ctx, WRITE, req.transactional_id)
     tc = _coordinator(ctx)
     if tc is None:
         return ctx.response(throttle_time_ms=0, error_code=_NOT_SERVED)
@@ -98,6 +118,8 @@ def handle_end_txn(ctx, req):
 
 
 def handle_txn_offset_commit(ctx, req):
+    require_transactional_id(ctx, WRITE, req.transactional_id)
+    require_group(ctx, AclOperation.READ, req.group_id)
     now = wall_clock_ms()
     offsets, codes = requested_offsets(ctx, req, lambda p: OffsetAndMetadata(
         p.committed_offset, p.committed_metadata, now, None, p.committed_leader_epoch))
@@ -111,6 +133,7 @@ def handle_txn_offset_commit(ctx, req):
 
 def handle_write_txn_markers(ctx, req):
     """From a transaction coordinator: write each marker at this broker's led partitions."""
+    require_cluster(ctx, AclOperation.CLUSTER_ACTION)
     broker = ctx.broker
     groups = broker.group_coordination().groups
     cls = ctx.codec.api.response
@@ -137,13 +160,17 @@ def handle_describe_transactions(ctx, req):
     cls = ctx.codec.api.response
     out = []
     for tid in req.transactional_ids:
-        code, t = (_NOT_SERVED, None) if tc is None else tc.describe_transaction(tid)
+        if not ctx.authorize(AclOperation.DESCRIBE, TRANSACTIONAL_ID, tid):
+            code, t = errors.TransactionalIdAuthorizationFailedError.code, None
+        else:
+            code, t = (_NOT_SERVED, None) if tc is None else tc.describe_transaction(tid)
         if t is None:
             out.append(cls.TransactionStates(error_code=code, transactional_id=tid, transaction_state=""))
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, p in sorted(t.partitions):
-            by_topic.setdefault(topic, []).append(p)
+            if ctx.authorize(AclOperation.DESCRIBE, TOPIC, topic):
+                by_topic.setdefault(topic, []).append(p)
         out.append(cls.TransactionStates(
             error_code=0, transactional_id=tid, transaction_state=t.state_name,
             transaction_timeout_ms=t.timeout_ms, transaction_start_time_ms=t.start_ms,
@@ -161,7 +188,8 @@ def handle_list_transactions(ctx, req):
     return ctx.response(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
                         transaction_states=[
                             {"transactional_id": t.transactional_id, "producer_id": t.producer_id,
-                             "transaction_state": t.state_name} for t in found])
+                             "transaction_state": t.state_name} for t in found
+                            if ctx.authorize(AclOperation.DESCRIBE, TRANSACTIONAL_ID, t.transactional_id)])
 
 
 # api key -> (handler, min version, max version), merged into the dispatch table's RANGES.
