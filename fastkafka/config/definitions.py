@@ -115,11 +115,13 @@ define("listeners", LIST, "PLAINTEXT://:9092", None, "NAME://host:port to listen
 define("listener.security.protocol.map", LIST,
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", None,
        "LISTENER_NAME:SECURITY_PROTOCOL pairs (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).")
-define("security.inter.broker.protocol", STRING, "PLAINTEXT", one_of("PLAINTEXT"),
-       "Security protocol between brokers; only PLAINTEXT is implemented yet (followers fetch "
-       "over a PLAINTEXT listener).")
+define("security.inter.broker.protocol", STRING, "PLAINTEXT",
+       one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), "Security protocol between brokers: "
+       "followers fetch from their leaders on the listener of this name, with this broker's own "
+       "ssl.* (trust store; key store as client certificate) and SASL credentials.")
 define("inter.broker.listener.name", STRING, None, None, "The listener followers fetch from their "
-       "leaders on (default: the one named like security.inter.broker.protocol).")
+       "leaders on (default: the one named like security.inter.broker.protocol); not together "
+       "with security.inter.broker.protocol.")
 define("advertised.listeners", LIST, None, None, "Addresses given to clients in Metadata; defaults to "
        "listeners (an empty host is replaced by this machine's name).")
 define("num.network.threads", INT, 1, at_least(1), "Network processor threads (each its own selector).")
@@ -197,8 +199,10 @@ define("ssl.principal.mapping.rules", STRING, "DEFAULT", one_of("DEFAULT"), "How
 define("sasl.enabled.mechanisms", LIST, "GSSAPI", None, "SASL mechanisms offered on SASL listeners: "
        "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are not implemented: listing "
        "them on a SASL listener is a start-up error).")
-define("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", None, "Accepted for "
-       "compatibility (brokers talk PLAINTEXT to each other yet).")
+define("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", None, "The SASL mechanism "
+       "brokers log in to each other with on a SASL inter-broker listener (PLAIN, SCRAM-SHA-256 or "
+       "SCRAM-SHA-512), using the username and password options of that listener's "
+       "listener.name.<l>.<mechanism>.sasl.jaas.config.")
 define("sasl.jaas.config", PASSWORD, None, None, "JAAS-style login config; give it per listener and "
        "mechanism: listener.name.<l>.plain.sasl.jaas.config with user_<name>=\"<password>\" "
        "entries for PLAIN.")

@@ -33,7 +33,7 @@ from .authorizer import Authorizer, authorizer_from_config
 from .coordination import CoordinationService
 from .dispatch import Dispatcher
 from .handlers import HANDLERS, advertised_apis
-from .listener_security import ListenerSecurity, SecurityConfigError, listener_security
+from .listener_security import ListenerSecurity, SecurityConfigError, inter_broker_security, listener_security
 from .purgatory import Purgatory
 from .request_channel import RequestChannel
 from .socket_server import ListenerError, SocketServer, parse_listener
@@ -95,6 +95,8 @@ class Broker:
             raise BrokerStartupError("listeners is empty")
         try:
             self.listener_security = listener_security(cfg, listeners, self.scram_credential)
+            if cfg["zookeeper.connect"]:
+                inter_broker_security(cfg)     # followers will log in to leaders with it
         except (SecurityConfigError, ConfigException) as e:
             raise BrokerStartupError(str(e)) from None
         for d in cfg.log_dirs:

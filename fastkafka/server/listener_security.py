@@ -11,6 +11,12 @@ Each connection gets a :class:`Session`: its principal (``User:ANONYMOUS`` on PL
 certificate subject on SSL with a client certificate, the SASL user once authenticated) and, on
 SASL listeners, the authentication state the dispatcher gates requests on.
 
+Brokers are each other's clients on the inter-broker listener (``inter.broker.listener.name``, or
+the listener named like ``security.inter.broker.protocol``): :func:`inter_broker_security` gives
+the :class:`ClientSecurity` a follower fetches with — that listener's ``ssl.*`` (trust store; the
+key store as client certificate) and ``sasl.mechanism.inter.broker.protocol`` with the username
+and password of the listener's ``listener.name.<l>.<mechanism>.sasl.jaas.config``, as Kafka does.
+
 Example::
 
     >>> from fastkafka.config import KafkaConfig
@@ -28,10 +34,11 @@ from typing import Callable
 from fastkafka.security import MECHANISMS as SCRAM_MECHANISMS
 from fastkafka.security import (AuthenticationFailed, PlainServer, ScramCredential, ScramServer,
                                 parse_jaas_config, plain_users)
-from fastkafka.security.tls import TlsConfigError, principal_name, server_context
+from fastkafka.client.security import ClientSecurity
+from fastkafka.security.tls import TlsConfigError, client_context, principal_name, server_context
 
-__all__ = ["ListenerSecurity", "Session", "listener_security", "SecurityConfigError",
-           "PROTOCOLS", "SASL_MECHANISMS"]
+__all__ = ["ListenerSecurity", "Session", "listener_security", "inter_broker_security",
+           "SecurityConfigError", "PROTOCOLS", "SASL_MECHANISMS"]
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN",) + SCRAM_MECHANISMS
@@ -141,18 +148,55 @@ def _protocol_map(entries: list[str]) -> dict[str, str]:
     return mapping
 
 
-def _plain_users(cfg, listener: str) -> dict[str, str]:
-    """``user_<name>`` options of the listener's PLAIN JAAS config."""
-    text = cfg.originals.get(f"listener.name.{listener.lower()}.plain.sasl.jaas.config")
+def _jaas_options(cfg, listener: str, mechanism: str, why: str) -> dict[str, str]:
+    """The options of ``listener.name.<l>.<mechanism>.sasl.jaas.config`` (else the listener's or
+    the broker's ``sasl.jaas.config``)."""
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    text = cfg.originals.get(key)
     if text is None:
         text = cfg.for_listener(listener, "sasl.jaas.config")
     if not text:
-        raise SecurityConfigError(f"listener {listener} offers PLAIN but has no "
-                                  f"listener.name.{listener.lower()}.plain.sasl.jaas.config")
+        raise SecurityConfigError(f"listener {listener} {why} but has no {key}")
     try:
-        return plain_users(parse_jaas_config(str(text)).options)
+        return parse_jaas_config(str(text)).options
     except ValueError as e:
-        raise SecurityConfigError(f"listener.name.{listener.lower()}.plain.sasl.jaas.config: {e}") from None
+        raise SecurityConfigError(f"{key}: {e}") from None
+
+
+def _plain_users(cfg, listener: str) -> dict[str, str]:
+    """``user_<name>`` options of the listener's PLAIN JAAS config."""
+    return plain_users(_jaas_options(cfg, listener, "PLAIN", "offers PLAIN"))
+
+
+def inter_broker_security(cfg) -> tuple[str, ClientSecurity]:
+    """(the inter-broker listener's name, how this broker connects to the others on it)."""
+    named, protocol_name = cfg["inter.broker.listener.name"], cfg["security.inter.broker.protocol"]
+    if named and "security.inter.broker.protocol" in cfg.originals:
+        raise SecurityConfigError("Only one of inter.broker.listener.name and "
+                                  "security.inter.broker.protocol should be set.")
+    listener = (named or protocol_name).upper()
+    protocol = _protocol_map(cfg["listener.security.protocol.map"]).get(listener)
+    if protocol is None:
+        raise SecurityConfigError(f"inter-broker listener {listener} has no security protocol in "
+                                  "listener.security.protocol.map")
+    context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        try:
+            context = client_context(lambda key: cfg.for_listener(listener, key))
+        except TlsConfigError as e:
+            raise SecurityConfigError(f"inter-broker listener {listener}: {e}") from None
+    mechanism = username = password = None
+    if protocol.startswith("SASL_"):
+        mechanism = cfg["sasl.mechanism.inter.broker.protocol"].upper()
+        if mechanism not in SASL_MECHANISMS:
+            raise SecurityConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism}: fastkafka "
+                                      f"offers {', '.join(SASL_MECHANISMS)}")
+        options = _jaas_options(cfg, listener, mechanism, "is the inter-broker listener")
+        username, password = options.get("username"), options.get("password")
+        if username is None or password is None:
+            raise SecurityConfigError(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config "
+                                      "needs username and password options: the broker logs in with them")
+    return listener, ClientSecurity(protocol, context, mechanism, username, password)
 
 
 def listener_security(cfg, listeners: list[tuple[str, str, int]],

@@ -45,6 +45,7 @@ from typing import Callable
 
 from fastkafka import errors
 from fastkafka.client.connection import BrokerConnection
+from fastkafka.client.security import ClientSecurity
 from fastkafka.protocol import ApiKey
 
 __all__ = ["ReplicaFetcher"]
@@ -69,8 +70,10 @@ class ReplicaFetcher:
     """One thread fetching a set of partitions from one leader. Thread-safe add/remove."""
 
     def __init__(self, broker_id: int, leader_id: int, address: Callable[[], tuple[str, int] | None],
-                 logs: Callable[[str, int], object], config, index: int = 0):
+                 logs: Callable[[str, int], object], config, index: int = 0,
+                 security: ClientSecurity | None = None):
         self.broker_id, self.leader_id, self.index = broker_id, leader_id, index
+        self._security = security
         self._address, self._logs = address, logs
         self._wait_ms = config["replica.fetch.wait.max.ms"]
         self._min_bytes = config["replica.fetch.min.bytes"]
@@ -152,7 +155,7 @@ class ReplicaFetcher:
             timeout = max(self._timeout_ms, self._wait_ms + 5000)
             self._conn = BrokerConnection(addr[0], addr[1], node_id=self.leader_id,
                                           client_id=f"broker-{self.broker_id}-fetcher-{self.index}",
-                                          request_timeout_ms=timeout).connect()
+                                          request_timeout_ms=timeout, security=self._security).connect()
         return self._conn
 
     def _disconnect(self) -> None:

@@ -41,6 +41,7 @@ from kazoo.exceptions import KazooException
 from fastkafka.cluster import znodes
 from fastkafka.log.scheduler import wall_clock_ms
 
+from .listener_security import inter_broker_security
 from .partition import FOLLOWER, LEADER, Partition
 from .purgatory import Purgatory
 from .replica_fetcher import ReplicaFetcher
@@ -62,7 +63,7 @@ class ReplicaManager:
         self.produce_purgatory = Purgatory("produce")
         self._lag_ms = config["replica.lag.time.max.ms"]
         self._fetchers_per_leader = config["num.replica.fetchers"]
-        self._listener = config["inter.broker.listener.name"] or config["security.inter.broker.protocol"]
+        self._listener, self._security = inter_broker_security(config)
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._lock = threading.Lock()
@@ -166,7 +167,7 @@ class ReplicaManager:
         if f is None:
             f = self._fetchers[(leader, index)] = ReplicaFetcher(
                 self.broker_id, leader, lambda: self._address(leader), self.topics.local_log, self.config,
-                index=index)
+                index=index, security=self._security)
             f.start()
         return f
 
