@@ -37,7 +37,7 @@ from . import arrow as _arrow
 from .connection import BrokerConnection
 from .security import ClientSecurity
 
-__all__ = ["SimpleConsumer", "FetchRequest", "MessageSet", "MessageAndOffset",
+__all__ = ["SimpleConsumer", "FetchRequest", "MessageSet", "MessageAndOffset", "consumed_batches",
            "LATEST_TIME", "EARLIEST_TIME"]
 
 LATEST_TIME = -1
@@ -65,6 +65,26 @@ def as_v2(buf):
         from fastkafka import legacy  # noqa: PLC0415  (only old logs pay for the import)
         return legacy.to_v2(buf)
     return buf
+
+
+def consumed_batches(buffer, aborted_transactions=None, start: int = -1) -> Iterator[records.RecordBatch]:
+    """The data batches of a fetched ``buffer`` a consumer keeps, whole: control batches are
+    skipped, so are batches ending before ``start`` and, given a read_committed fetch's
+    ``aborted_transactions`` (``[(producer_id, first_offset)]``), the batches of aborted
+    transactions -- a listed producer's transactional batches from its ``first_offset`` up to its
+    ABORT marker, as Kafka's consumer drops them."""
+    pending = sorted(aborted_transactions or (), key=lambda a: a[1])
+    aborting: set[int] = set()
+    for batch in records.iter_batches(buffer):
+        while pending and pending[0][1] <= batch.last_offset:
+            aborting.add(pending.pop(0)[0])
+        if batch.is_control:
+            if batch.producer_id in aborting and records.control_record(batch) == (0, records.CONTROL_ABORT):
+                aborting.discard(batch.producer_id)
+            continue
+        if batch.last_offset < start or (batch.is_transactional and batch.producer_id in aborting):
+            continue
+        yield batch
 
 
 class MessageSet:
@@ -123,25 +143,10 @@ class MessageSet:
 
     def batches(self) -> Iterator[records.RecordBatch]:
         """The data batches a consumer sees, whole (the first may start before ``offset``):
-        control batches are skipped and, for a read_committed fetch, the batches of aborted
-        transactions -- a listed producer's transactional batches from its ``first_offset`` up
-        to its ABORT marker, as Kafka's consumer drops them."""
+        see :func:`consumed_batches`."""
         if self.error is not None:
             raise self.error
-        start = self.offset
-        pending = sorted(self.aborted_transactions or (), key=lambda a: a[1])
-        aborting: set[int] = set()
-        for batch in records.iter_batches(self.buffer):
-            while pending and pending[0][1] <= batch.last_offset:
-                aborting.add(pending.pop(0)[0])
-            if batch.is_control:
-                if batch.producer_id in aborting and records.control_record(batch) == (
-                        0, records.CONTROL_ABORT):
-                    aborting.discard(batch.producer_id)
-                continue
-            if batch.last_offset < start or (batch.is_transactional and batch.producer_id in aborting):
-                continue
-            yield batch
+        return consumed_batches(self.buffer, self.aborted_transactions, self.offset)
 
     def columns(self) -> records.Columns:
         """All whole batches decoded into Arrow-layout columns (records before ``offset`` included)."""

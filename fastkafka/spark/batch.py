@@ -53,12 +53,13 @@ def _read(opts, part):
                                           part.end, opts))
 
 
-def broker_offsets(cluster, tps: list) -> tuple[dict, dict]:
-    """``(earliest, latest)`` offsets of ``tps``."""
+def broker_offsets(cluster, tps: list, isolation_level: int = 0) -> tuple[dict, dict]:
+    """``(earliest, latest)`` offsets of ``tps`` (latest: the last stable offset when
+    ``isolation_level`` is 1, read_committed)."""
     if not tps:
         return {}, {}
     return (list_offsets(cluster, dict.fromkeys(tps, EARLIEST)),
-            list_offsets(cluster, dict.fromkeys(tps, LATEST)))
+            list_offsets(cluster, dict.fromkeys(tps, LATEST), isolation_level))
 
 
 def resolve(cluster, opts: SourceOptions, spec, tps, earliest, latest, role: str) -> dict:
@@ -82,7 +83,7 @@ class BatchReader(DataSourceReader):
         with connect(opts) as cluster:
             tps = [tp for tp in discover(cluster, opts)
                    if pushed.partitions is None or tp[1] in pushed.partitions]
-            earliest, latest = broker_offsets(cluster, tps)
+            earliest, latest = broker_offsets(cluster, tps, opts.isolation_level)
             start = resolve(cluster, opts, opts.starting, tps, earliest, latest, "start")
             end = resolve(cluster, opts, opts.ending, tps, earliest, latest, "end")
             at_time = {} if pushed.min_timestamp_ms is None or not tps else \

@@ -41,6 +41,7 @@ from fastkafka import errors
 from fastkafka import records
 from fastkafka._core.records import batch_index
 from fastkafka.client import Cluster
+from fastkafka.client.simple_consumer import consumed_batches
 from fastkafka.protocol import ApiKey
 
 from .options import EARLIEST, LATEST, SourceOptions, client_config
@@ -95,9 +96,10 @@ def discover(cluster: Cluster, opts: SourceOptions) -> list[tuple]:
     return sorted(tps)
 
 
-def list_offsets(cluster: Cluster, queries: dict) -> dict[tuple, int]:
+def list_offsets(cluster: Cluster, queries: dict, isolation_level: int = 0) -> dict[tuple, int]:
     """``{tp: -2 | -1 | timestamp_ms}`` -> ``{tp: offset}`` (-1 when no record is that recent),
-    one ListOffsets request per leader."""
+    one ListOffsets request per leader; latest is the last stable offset for ``isolation_level``
+    1 (read_committed)."""
     by_leader: dict[int, dict] = {}
     for (t, p), ts in queries.items():
         by_leader.setdefault(cluster.leader_for(t, p), {}).setdefault(t, []).append((p, ts))
@@ -105,10 +107,11 @@ def list_offsets(cluster: Cluster, queries: dict) -> dict[tuple, int]:
     for leader, topics in by_leader.items():
         conn = cluster.connection(leader)
         resp = conn.request(ApiKey.LIST_OFFSETS, {
-            "replica_id": -1, "isolation_level": 0,
+            "replica_id": -1, "isolation_level": isolation_level,
             "topics": [{"name": t, "partitions": [{"partition_index": p, "timestamp": ts}
                                                   for p, ts in parts]}
-                       for t, parts in topics.items()]}, version=conn.version(ApiKey.LIST_OFFSETS, 1))
+                       for t, parts in topics.items()]},
+            version=conn.version(ApiKey.LIST_OFFSETS, 2 if isolation_level else 1))
         for t in resp.topics:
             for p in t.partitions:
                 if p.error_code:
@@ -197,13 +200,16 @@ def fetch_range(cluster: Cluster, topic: str, partition: int, start: int, end: i
 
     Offsets deleted by retention meanwhile raise :class:`DataLossError` when ``failOnDataLoss``
     is on and are skipped otherwise; so is a range that ends past what the partition holds.
+    read_committed (``kafka.isolation.level``) reads up to the last stable offset and drops the
+    batches of aborted transactions, a whole batch at a time, before they are decoded.
     """
+    committed = opts.isolation_level == 1
     pos = start
     while pos < end:
         conn = cluster.connection(cluster.leader_for(topic, partition))
         resp = conn.request(ApiKey.FETCH, {
             "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1,
-            "max_bytes": opts.fetch_max_bytes, "isolation_level": 0, "session_id": 0,
+            "max_bytes": opts.fetch_max_bytes, "isolation_level": opts.isolation_level, "session_id": 0,
             "session_epoch": -1,
             "topics": [{"topic": topic, "partitions": [{
                 "partition": partition, "fetch_offset": pos, "log_start_offset": -1,
@@ -219,13 +225,17 @@ def fetch_range(cluster: Cluster, topic: str, partition: int, start: int, end: i
         data = part.records
         index = batch_index(data, check_crc=False) if data else []
         if not index:
-            if part.high_watermark <= pos:
+            available = part.last_stable_offset if committed else part.high_watermark
+            if available <= pos:
                 # The partition no longer holds what was planned (truncated or deleted).
-                _lost(opts, topic, partition, pos, end, part.high_watermark)
+                _lost(opts, topic, partition, pos, end, available)
                 return
             continue
+        if committed and part.aborted_transactions:
+            aborted = [(a.producer_id, a.first_offset) for a in part.aborted_transactions]
+            data = b"".join(b.buffer for b in consumed_batches(data, aborted))
         rb = spark_columns(records.decode_columns(data), topic, partition, pos, end,
-                           opts.include_headers)
+                           opts.include_headers) if data else None
         if rb is not None:
             yield rb
         pos = index[-1][2] + 1   # after the last offset of the last whole batch (gaps included)

@@ -116,6 +116,9 @@ class SourceOptions:
     starting_timestamp_strategy: str = "error"
     fetch_max_bytes: int = 16 << 20
     request_timeout_ms: int = 30_000
+    # kafka.isolation.level: 1 (read_committed) plans "latest" as the last stable offset and skips
+    # aborted transactions' records, as Spark's source does with a read_committed consumer
+    isolation_level: int = 0
     # Batch reads narrow their offset ranges by Spark's filters (spark/pushdown.py). Opt-in:
     # Spark refuses a reader that can push filters unless spark.sql.python.filterPushdown.enabled
     # is set (off by default), so an unconditional pushFilters would break every default read.
@@ -145,6 +148,9 @@ class SinkOptions:
     request_timeout_ms: int = 30_000
     include_headers: bool = True
     security: dict = field(default_factory=dict, repr=False)   # as SourceOptions.security
+
+
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")   # kafka.isolation.level; index = wire code
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -425,6 +431,10 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
                                f"got '{ts_strategy}'")
     _check_kafka_params(opts, "consumer")
     fetch_max = _int(opts, "kafka.fetch.max.bytes", 16 << 20)
+    isolation = opts.get("kafka.isolation.level", "read_uncommitted").strip().lower()
+    if isolation not in ISOLATION_LEVELS:
+        raise KafkaOptionError(f"Invalid value {isolation!r} for Kafka option 'isolation.level': "
+                               f"one of {', '.join(ISOLATION_LEVELS)}")
     return SourceOptions(
         bootstrap_servers=opts["kafka.bootstrap.servers"].strip(), strategy=strategy,
         topics=topics, pattern=pattern, assign=assign, starting=starting, ending=ending,
@@ -434,7 +444,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         include_headers=_bool(opts, "includeHeaders", False),
         starting_timestamp_strategy=ts_strategy, fetch_max_bytes=fetch_max,
         request_timeout_ms=_int(opts, "kafka.request.timeout.ms", 30_000),
-        push_filters=_bool(opts, "pushFilters", False), security=_security_options(opts))
+        push_filters=_bool(opts, "pushFilters", False), security=_security_options(opts),
+        isolation_level=ISOLATION_LEVELS.index(isolation))
 
 
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")

@@ -65,7 +65,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         opts = self.opts
         with self._connect() as cluster:
             tps = discover(cluster, opts)
-            earliest, latest = broker_offsets(cluster, tps)
+            earliest, latest = broker_offsets(cluster, tps, self.opts.isolation_level)
             start = resolve(cluster, opts, opts.starting, tps, earliest, latest, "start")
         return planning.offsets_to_json(start)
 
@@ -92,14 +92,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         with self._connect() as cluster:
-            _, self._target = broker_offsets(cluster, discover(cluster, self.opts))
+            _, self._target = broker_offsets(cluster, discover(cluster, self.opts), self.opts.isolation_level)
 
     def _available(self, cluster) -> tuple[dict, dict]:
         """``(earliest, latest)`` now, the latest capped at the availableNow target."""
         tps = discover(cluster, self.opts)
         if self._target is not None:
             tps = [tp for tp in tps if tp in self._target]
-        earliest, latest = broker_offsets(cluster, tps)
+        earliest, latest = broker_offsets(cluster, tps, self.opts.isolation_level)
         if self._target is not None:
             latest = {tp: min(off, self._target[tp]) for tp, off in latest.items()}
         return earliest, latest
