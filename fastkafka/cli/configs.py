@@ -1,17 +1,22 @@
-"""``fastkafka configs``: describe and change topic and broker configs, like ``kafka-configs.sh``.
+"""``fastkafka configs``: describe and change topic and broker configs, SCRAM users and client
+quotas, like ``kafka-configs.sh``.
 
 Example::
 
     $ fastkafka configs --describe --entity-type topics --entity-name orders
     $ fastkafka configs --alter --entity-type topics --entity-name orders --add-config retention.ms=60000,cleanup.policy=compact
     $ fastkafka configs --alter --entity-type users --entity-name alice --add-config 'SCRAM-SHA-256=[password=alice-secret]'
+    $ fastkafka configs --alter --entity-type clients --entity-default --add-config consumer_byte_rate=10485760
 """
 from __future__ import annotations
 
+from fastkafka import errors
 from fastkafka.client.admin import BROKER_RESOURCE, TOPIC_RESOURCE, AdminClient
 from fastkafka.client.tools import ToolError, client_config, run, tool_parser
 from fastkafka.config import topic_configs_without_effect
 from fastkafka.security import MECHANISMS, MIN_ITERATIONS
+
+from .client_quotas import alter_quotas, describe_quotas, is_quota_config
 
 EPILOG = """examples:
   fastkafka topics create orders --if-not-exists
@@ -29,7 +34,20 @@ SCRAM users (the password is salted here; the broker stores only derived keys):
   fastkafka configs --describe --entity-type users
   fastkafka configs --alter --entity-type users --entity-name alice --delete-config SCRAM-SHA-512
 
-Broker configs are read-only here (not dynamic yet); client quotas are not implemented yet."""
+Client quotas (producer_byte_rate and consumer_byte_rate in bytes/s, request_percentage in percent
+of one request handler thread), for a user, a client id, a user's client id, or the defaults;
+every broker applies a change at once:
+  fastkafka configs --alter --entity-type users --entity-name alice --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
+  fastkafka configs --alter --entity-type clients --entity-name reporting --add-config request_percentage=25
+  fastkafka configs --alter --entity-type users --entity-name alice --entity-type clients --entity-name reporting --add-config consumer_byte_rate=524288
+  fastkafka configs --alter --entity-type clients --entity-default --add-config consumer_byte_rate=104857600
+  fastkafka configs --describe --entity-type users --entity-name alice
+  fastkafka configs --describe --entity-type users --entity-name alice --entity-type clients
+  fastkafka configs --describe --entity-type clients
+  fastkafka configs --alter --entity-type clients --entity-default --delete-config consumer_byte_rate
+  fastkafka configs --alter --entity-type users --entity-name alice --delete-config producer_byte_rate,consumer_byte_rate
+
+Broker configs are read-only here (not dynamic yet)."""
 
 ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
 
@@ -39,8 +57,13 @@ def _parser():
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--describe", action="store_true", help="show the configs")
     what.add_argument("--alter", action="store_true", help="change the configs")
-    p.add_argument("--entity-type", required=True, choices=["topics", "brokers", "users", "clients"])
-    p.add_argument("--entity-name", help="topic name, broker id or user (users: omit to describe all)")
+    p.add_argument("--entity-type", required=True, action="append", choices=["topics", "brokers", "users", "clients"],
+                   help="what to describe or change; users and clients together: a user's quotas per client id")
+    p.add_argument("--entity-name", action="append", dest="entity_names", default=[],
+                   help="topic name, broker id, user or client id, one per --entity-type "
+                        "(users, clients: omit to describe all)")
+    p.add_argument("--entity-default", action="append_const", const="", dest="entity_names",
+                   help="the default user or client id (its quotas apply to those without their own)")
     p.add_argument("--add-config", default="", metavar="K=V,K2=V2",
                    help="configs to set, comma-separated (a list value in [ ]: k=[a,b])")
     p.add_argument("--delete-config", default="", metavar="K,K2", help="overrides to remove")
@@ -79,18 +102,20 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args) -> int:
-    if args.entity_type == "users":
+    types, names = args.entity_type, args.entity_names
+    if {"users", "clients"} & set(types):
         with AdminClient(client_config(args)) as admin:
-            return _users(admin, args)
-    rtype = ENTITY_TYPES.get(args.entity_type)
-    if rtype is None:
-        raise ToolError(f"--entity-type {args.entity_type} is not supported yet (client quotas)")
-    if not args.entity_name:
-        raise ToolError(f"--entity-type {args.entity_type} needs --entity-name")
+            return _users_and_clients(admin, args, types, names)
+    if len(types) > 1 or len(names) > 1:
+        raise ToolError("topics and brokers take one --entity-type and one --entity-name")
+    entity_type, entity_name = types[0], (names[0] if names else None)
+    rtype = ENTITY_TYPES[entity_type]
+    if not entity_name:
+        raise ToolError(f"--entity-type {entity_type} needs --entity-name")
     with AdminClient(client_config(args)) as admin:
         if args.describe:
-            configs = admin.describe_configs(args.entity_name, rtype)
-            print(f"Configs for {args.entity_type[:-1]} {args.entity_name} are:")
+            configs = admin.describe_configs(entity_name, rtype)
+            print(f"Configs for {entity_type[:-1]} {entity_name} are:")
             for name, (value, is_default, _ro) in sorted(configs.items()):
                 if args.all or not is_default:
                     print(f"  {name}={value}" + ("  (default)" if is_default else ""))
@@ -99,9 +124,27 @@ def _run(args) -> int:
         delete = [k.strip() for k in args.delete_config.split(",") if k.strip()]
         if not add and not delete:
             raise ToolError("--alter needs --add-config and/or --delete-config")
-        admin.alter_configs(args.entity_name, add, delete, rtype)
-        print(f"Completed updating config for {args.entity_type[:-1]} {args.entity_name}.")
+        admin.alter_configs(entity_name, add, delete, rtype)
+        print(f"Completed updating config for {entity_type[:-1]} {entity_name}.")
     return 0
+
+
+def _users_and_clients(admin: AdminClient, args, types: list[str], names: list[str]) -> int:
+    """Client quotas, and a named user's SCRAM credentials (kafka-configs.sh's split: a change
+    is one or the other)."""
+    scram_user = types == ["users"] and "" not in names
+    if args.describe:
+        describe_quotas(admin, types, names)
+        return _users(admin, args, names[0] if names else None) if scram_user else 0
+    keys = list(parse_add_config(args.add_config)) + [k.strip() for k in args.delete_config.split(",") if k.strip()]
+    if not keys:
+        raise ToolError("--alter needs --add-config and/or --delete-config")
+    if scram_user and any(k in MECHANISMS for k in keys):
+        if any(is_quota_config(k) for k in keys):
+            raise ToolError("Cannot alter both quota and SCRAM credential configs simultaneously for 'users'.")
+        return _users(admin, args, names[0] if names else None)
+    return alter_quotas(admin, types, names, parse_add_config(args.add_config),
+                        [k.strip() for k in args.delete_config.split(",") if k.strip()])
 
 
 def parse_scram_config(text: str) -> dict[str, tuple[str, int]]:
@@ -137,20 +180,22 @@ def _split_scram_fields(value: str) -> list[str]:
     return fields
 
 
-def _users(admin: AdminClient, args) -> int:
+def _users(admin: AdminClient, args, user: str | None) -> int:
     if args.describe:
-        described = admin.describe_user_scram_credentials([args.entity_name] if args.entity_name else None)
-        for user, mechanisms in sorted(described.items()):
+        try:
+            described = admin.describe_user_scram_credentials([user] if user else None)
+        except errors.ResourceNotFoundError:
+            described = {}          # a user with quotas only
+        for name, mechanisms in sorted(described.items()):
             listed = ", ".join(f"{m}=iterations={i}" for m, i in sorted(mechanisms.items()))
-            print(f"SCRAM credential configs for user-principal '{user}' are {listed}")
+            print(f"SCRAM credential configs for user-principal '{name}' are {listed}")
         return 0
-    if not args.entity_name:
+    if not user:
         raise ToolError("--alter --entity-type users needs --entity-name")
     add = parse_scram_config(args.add_config) if args.add_config else {}
     delete = [k.strip() for k in args.delete_config.split(",") if k.strip()]
     if not add and not delete:
         raise ToolError("--alter needs --add-config and/or --delete-config")
-    admin.alter_user_scram_credentials({(args.entity_name, m): v for m, v in add.items()},
-                                       [(args.entity_name, m) for m in delete])
-    print(f"Completed updating config for user {args.entity_name}.")
+    admin.alter_user_scram_credentials({(user, m): v for m, v in add.items()}, [(user, m) for m in delete])
+    print(f"Completed updating config for user {user}.")
     return 0

@@ -21,6 +21,7 @@ TOOLS = {
     "topics": ("fastkafka.cli.topics", "create, list, describe, delete topics"),
     "configs": ("fastkafka.cli.configs", "describe and change topic and broker configs"),
     "log-dirs": ("fastkafka.cli.log_dirs", "describe each broker's log directories and partition sizes"),
+    "acls": ("fastkafka.cli.acls", "add, remove and list ACLs (kafka-acls.sh)"),
     "produce": ("fastkafka.cli.produce", "produce lines from stdin or files"),
     "consume": ("fastkafka.cli.consume", "consume records"),
     "groups": ("fastkafka.cli.groups", "list and describe consumer groups"),

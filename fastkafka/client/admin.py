@@ -1,4 +1,4 @@
-"""Administration: topics, partitions, configs, offsets and consumer groups, over the wire.
+"""Administration: topics, partitions, configs, offsets, consumer groups and ACLs, over the wire.
 
 Each method is one Kafka request to the right broker (the controller for topic changes, the
 group coordinator for group questions, partition leaders for offsets) and raises the Kafka
@@ -20,6 +20,8 @@ import secrets
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
 from fastkafka.security import ScramMechanism, salted_password
+from fastkafka.security.acl import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType,
+                                    ResourceType)
 
 from .config import ClientConfig
 from .metadata import Cluster, TopicInfo
@@ -34,6 +36,35 @@ SET_OP, DELETE_OP = 0, 1      # IncrementalAlterConfigs operations
 def _check(code: int, what: str, message: str | None = None) -> None:
     if code:
         raise errors.for_code(code)(f"{what}: {message}" if message else what)
+
+
+def _acl_code(kind, code: int):
+    """A code a newer broker may send that we do not know reads as UNKNOWN, as in Kafka's client."""
+    try:
+        return kind(code)
+    except ValueError:
+        return kind.UNKNOWN
+
+
+def _acl_binding(pattern, entry) -> AclBinding:
+    """An ACL from a response: ``pattern`` has resource_type/resource_name/pattern_type, ``entry``
+    principal/host/operation/permission_type (one object in DeleteAcls, two in DescribeAcls)."""
+    return AclBinding(_acl_code(ResourceType, pattern.resource_type), pattern.resource_name,
+                      _acl_code(PatternType, pattern.pattern_type), entry.principal, entry.host,
+                      _acl_code(AclOperation, entry.operation), _acl_code(AclPermissionType, entry.permission_type))
+
+
+def _acl_filter_fields(f: AclBindingFilter) -> dict:
+    return {"resource_type_filter": f.resource_type, "resource_name_filter": f.resource_name,
+            "pattern_type_filter": f.pattern_type, "principal_filter": f.principal, "host_filter": f.host,
+            "operation": f.operation, "permission_type": f.permission_type}
+
+
+def _require_pattern_types(conn, api_key: int, pattern_types, v0_carries) -> None:
+    """v0 of the ACL APIs has no pattern type field (every ACL is LITERAL): a PREFIXED pattern sent
+    at v0 would silently become a literal one, so it needs v1 (UnsupportedVersionError if absent)."""
+    if any(p not in v0_carries for p in pattern_types):
+        conn.version(api_key, at_least=1)
 
 
 class AdminClient:
@@ -159,6 +190,47 @@ class AdminClient:
         for r in resp.results:
             _check(r.error_code, f"alter SCRAM credentials of {r.user!r}", r.error_message)
 
+    # -- client quotas (KIP-546) -----------------------------------------------------------
+
+    def describe_client_quotas(self, match: dict | None = None, strict: bool = False) -> dict[tuple, dict[str, float]]:
+        """``{entity: {quota config: value}}`` of the quota entities ``match`` selects, an entity
+        being ``((entity_type, name), ...)`` with the user part first and None naming the default.
+        ``match`` maps an entity type (``"user"``, ``"client-id"``) to a name, to None (the
+        default entity) or to ``...`` (any name); ``strict`` leaves out entities with other parts.
+
+        Example::
+
+            admin.describe_client_quotas({"user": "alice"})      # alice's, and alice's per client
+            # {(('user', 'alice'),): {'producer_byte_rate': 1048576.0}}
+            admin.describe_client_quotas({"client-id": ...}, strict=True)   # every client id's
+        """
+        components = [{"entity_type": t, "match_type": 2 if m is ... else (1 if m is None else 0),
+                       "match": None if m is ... else m} for t, m in (match or {}).items()]
+        resp = self.cluster.any_connection().request(ApiKey.DESCRIBE_CLIENT_QUOTAS,
+                                                     {"components": components, "strict": strict})
+        _check(resp.error_code, "describe client quotas", resp.error_message)
+        return {tuple((e.entity_type, e.entity_name) for e in entry.entity):
+                {v.key: v.value for v in entry.values} for entry in resp.entries or ()}
+
+    def alter_client_quotas(self, entity: dict, set_: dict[str, float] | None = None,
+                            remove: list[str] | None = None, validate_only: bool = False) -> None:
+        """Set and remove quota configs of one entity, ``{"user": "alice", "client-id": None}``
+        (None: the default user or client), as AlterClientQuotas does; a refused change raises its
+        error (InvalidRequestError with the broker's reason).
+
+        Example::
+
+            admin.alter_client_quotas({"user": "alice"}, {"producer_byte_rate": 1048576})
+            admin.alter_client_quotas({"client-id": None}, remove=["consumer_byte_rate"])
+        """
+        ops = [{"key": k, "value": float(v), "remove": False} for k, v in (set_ or {}).items()]
+        ops += [{"key": k, "value": 0.0, "remove": True} for k in remove or ()]
+        parts = [{"entity_type": t, "entity_name": n} for t, n in entity.items()]
+        resp = self.cluster.any_connection().request(ApiKey.ALTER_CLIENT_QUOTAS, {
+            "entries": [{"entity": parts, "ops": ops}], "validate_only": validate_only})
+        for r in resp.entries:
+            _check(r.error_code, f"alter client quotas of {entity}", r.error_message)
+
     def describe_log_dirs(self, topics: list[str] | None = None) -> dict[int, list]:
         """DescribeLogDirs of every live broker: ``{broker id: [result per log dir]}`` (each with
         ``log_dir``, ``error_code``, ``topics[].partitions[].partition_size`` ...)."""
@@ -168,6 +240,70 @@ class AdminClient:
             if t in self.cluster.topics and not self.cluster.topics[t].error_code]}
         return {b: self.cluster.connection(b).request(ApiKey.DESCRIBE_LOG_DIRS, body).results
                 for b in sorted(self.cluster.brokers)}
+
+    # -- ACLs (the broker needs an authorizer, else SecurityDisabledError) --------------------
+
+    def create_acls(self, bindings) -> None:
+        """Store each of ``bindings`` (:class:`~fastkafka.security.acl.AclBinding`, CreateAcls).
+        The first refused one raises its error: InvalidRequestError with the broker's reason (an
+        operation the resource type does not have, a bad principal), ClusterAuthorizationFailedError
+        unless the client may ALTER the cluster. The valid others are stored all the same, as in Kafka.
+
+        Example::
+
+            admin.create_acls([AclBinding(ResourceType.TOPIC, "orders", PatternType.LITERAL,
+                                          "User:alice", "*", AclOperation.WRITE, AclPermissionType.ALLOW)])
+        """
+        bindings = list(bindings)
+        if not bindings:
+            return
+        conn = self.cluster.any_connection()
+        _require_pattern_types(conn, ApiKey.CREATE_ACLS, {b.pattern_type for b in bindings}, (PatternType.LITERAL,))
+        resp = conn.request(ApiKey.CREATE_ACLS, {"creations": [
+            {"resource_type": b.resource_type, "resource_name": b.resource_name,
+             "resource_pattern_type": b.pattern_type, "principal": b.principal, "host": b.host,
+             "operation": b.operation, "permission_type": b.permission_type} for b in bindings]})
+        for b, r in zip(bindings, resp.results):
+            _check(r.error_code, f"create ACL {b}", r.error_message)
+
+    def describe_acls(self, acl_filter: AclBindingFilter = AclBindingFilter()) -> list[AclBinding]:
+        """Every ACL ``acl_filter`` selects (DescribeAcls; the default selects all). Needs DESCRIBE
+        on the cluster.
+
+        Example::
+
+            admin.describe_acls(AclBindingFilter(ResourceType.TOPIC, "orders", PatternType.MATCH))
+        """
+        conn = self.cluster.any_connection()
+        # v0 knows only literal ACLs, so ANY selects exactly what LITERAL does there
+        _require_pattern_types(conn, ApiKey.DESCRIBE_ACLS, (acl_filter.pattern_type,),
+                               (PatternType.LITERAL, PatternType.ANY))
+        resp = conn.request(ApiKey.DESCRIBE_ACLS, _acl_filter_fields(acl_filter))
+        _check(resp.error_code, "describe ACLs", resp.error_message)
+        return [_acl_binding(r, a) for r in resp.resources for a in r.acls]
+
+    def delete_acls(self, filters) -> list[AclBinding]:
+        """Remove every ACL one of ``filters`` (:class:`~fastkafka.security.acl.AclBindingFilter`)
+        selects (DeleteAcls) and return the removed ones, each once. Needs ALTER on the cluster.
+
+        Example::
+
+            admin.delete_acls([AclBindingFilter(ResourceType.TOPIC, "orders", principal="User:alice")])
+        """
+        filters = list(filters)
+        if not filters:
+            return []
+        conn = self.cluster.any_connection()
+        _require_pattern_types(conn, ApiKey.DELETE_ACLS, {f.pattern_type for f in filters},
+                               (PatternType.LITERAL, PatternType.ANY))
+        resp = conn.request(ApiKey.DELETE_ACLS, {"filters": [_acl_filter_fields(f) for f in filters]})
+        removed: dict[AclBinding, None] = {}
+        for r in resp.filter_results:
+            _check(r.error_code, "delete ACLs", r.error_message)
+            for m in r.matching_acls:
+                _check(m.error_code, "delete ACLs", m.error_message)
+                removed[_acl_binding(m, m)] = None
+        return list(removed)
 
     # -- offsets --------------------------------------------------------------------------
 

@@ -8,6 +8,12 @@ base64 like Kafka's) and, per topic, its partition count and config overrides::
     {"version": 1, "cluster_id": "q1Sh-9_ISia_zwGINzRvyQ",
      "topics": {"orders": {"partitions": 3, "configs": {"retention.ms": "60000"}}}}
 
+and the dynamic configs of users and clients, as ``/config/users|clients`` hold them in
+ZooKeeper: a user's entry has its SCRAM credentials and its client quotas side by side
+(``"users": {"alice": {"SCRAM-SHA-256": "...", "producer_byte_rate": "1048576"}}``), then
+``"clients": {"<client-id>": {...}}`` and ``"user_clients": {"<user>": {"<client-id>": {...}}}``,
+``<default>`` naming the default user or client.
+
 Thread-safe: one lock serialises changes; readers get immutable snapshots.
 
 Example::
@@ -33,6 +39,7 @@ from typing import Mapping
 
 from fastkafka import errors
 from fastkafka.security.acl import AclBinding, AclOperation, AclPermissionType, AclSnapshot, PatternType, ResourceType
+from fastkafka.security.client_quotas import QUOTA_CONFIGS, QuotaEntity, collect_quota_configs
 
 __all__ = ["TopicInfo", "EmbeddedMetadata", "validate_topic_name", "META_FILE"]
 
@@ -86,6 +93,10 @@ class EmbeddedMetadata:
         self._topics: dict[str, TopicInfo] = {}
         self._users: dict[str, Mapping[str, str]] = {}   # user -> SCRAM credentials by mechanism
         self._acls = AclSnapshot()
+        # client quotas of client ids, (None, client), and of user/client-id pairs, (user, client)
+        self._quota_entities: dict[QuotaEntity, Mapping[str, str]] = {}
+        self._quota_cache: tuple = (None, None, {})
+        self._listeners: list = []
         self.cluster_id = ""
         self._load()
 
@@ -104,12 +115,22 @@ class EmbeddedMetadata:
         }
         self._users = {u: MappingProxyType(dict(c)) for u, c in doc.get("users", {}).items()}
         self._acls = AclSnapshot(_acl_from_json(a) for a in doc.get("acls", ()))
+        others = {(None, c): MappingProxyType(dict(v)) for c, v in doc.get("clients", {}).items()}
+        others.update({(u, c): MappingProxyType(dict(v)) for u, by_client in doc.get("user_clients", {}).items()
+                       for c, v in by_client.items()})
+        self._quota_entities = others
 
     def _save(self) -> None:
         doc = {"version": 1, "cluster_id": self.cluster_id,
                "topics": {n: t.to_json() for n, t in sorted(self._topics.items())},
                "users": {u: dict(c) for u, c in sorted(self._users.items())},
-               "acls": [_acl_to_json(a) for a in self._acls]}
+               "acls": [_acl_to_json(a) for a in self._acls],
+               "clients": {c: dict(v) for (u, c), v in sorted(self._quota_entities.items(), key=_by_names)
+                           if u is None},
+               "user_clients": {}}
+        for (u, c), v in sorted(self._quota_entities.items(), key=_by_names):
+            if u is not None:
+                doc["user_clients"].setdefault(u, {})[c] = dict(v)
         tmp = self.path + ".tmp"
         with open(tmp, "wb") as f:
             f.write(json.dumps(doc, indent=1).encode())
@@ -194,6 +215,42 @@ class EmbeddedMetadata:
                 users.pop(user, None)
             self._commit(users=users)
 
+    def quota_configs(self) -> Mapping[QuotaEntity, Mapping[str, str]]:
+        """Every client quota entity with its quota configs, ``{(user, client_id): {key: value}}``
+        (a snapshot: the same object until a change)."""
+        users, others, snapshot = self._quota_cache
+        if users is not self._users or others is not self._quota_entities:
+            users, others = self._users, self._quota_entities
+            snapshot = MappingProxyType(collect_quota_configs(users, others))
+            self._quota_cache = (users, others, snapshot)
+        return snapshot
+
+    def set_quota_configs(self, entity: QuotaEntity, configs: Mapping[str, str]) -> None:
+        """Replace the quota configs of ``(user, client_id)`` (a user's SCRAM credentials stay);
+        persisted before returning."""
+        user, client = entity
+        with self._lock:
+            if client is None:
+                users = dict(self._users)
+                entries = {k: v for k, v in users.get(user, {}).items() if k not in QUOTA_CONFIGS}
+                entries.update(configs)
+                if entries:
+                    users[user] = MappingProxyType(entries)
+                else:
+                    users.pop(user, None)
+                self._commit(users=users)
+            else:
+                others = dict(self._quota_entities)
+                if configs:
+                    others[entity] = MappingProxyType(dict(configs))
+                else:
+                    others.pop(entity, None)
+                self._commit(quota_entities=others)
+
+    def add_listener(self, callback) -> None:
+        """Call ``callback()`` after every change of users' or clients' configs (quick, no lock)."""
+        self._listeners.append(callback)
+
     def acls(self) -> AclSnapshot:
         """Every ACL (an immutable snapshot; a change publishes a new one)."""
         return self._acls
@@ -205,17 +262,27 @@ class EmbeddedMetadata:
             self._commit(acls=AclSnapshot([a for a in self._acls if a not in gone] + list(add)))
 
     def _commit(self, topics: dict[str, TopicInfo] | None = None,
-                users: dict[str, Mapping[str, str]] | None = None, acls: AclSnapshot | None = None) -> None:
+                users: dict[str, Mapping[str, str]] | None = None, acls: AclSnapshot | None = None,
+                quota_entities: dict[QuotaEntity, Mapping[str, str]] | None = None) -> None:
         """Publish the new maps and persist them; on failure the old ones stay."""
-        old = self._topics, self._users, self._acls
+        old = self._topics, self._users, self._acls, self._quota_entities
         self._topics = old[0] if topics is None else topics
         self._users = old[1] if users is None else users
         self._acls = old[2] if acls is None else acls
+        self._quota_entities = old[3] if quota_entities is None else quota_entities
         try:
             self._save()
         except BaseException:
-            self._topics, self._users, self._acls = old
+            self._topics, self._users, self._acls, self._quota_entities = old
             raise
+        if users is not None or quota_entities is not None:
+            for callback in self._listeners:
+                callback()
+
+
+def _by_names(item) -> tuple:
+    (user, client), _ = item
+    return user or "", client or ""
 
 
 def _acl_to_json(a: AclBinding) -> dict:

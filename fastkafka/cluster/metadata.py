@@ -6,7 +6,8 @@ One :class:`ZkMetadata` per broker mirrors ``/brokers/ids`` (live brokers and th
 reads as the embedded store (``topics()``, ``get()``, ``cluster_id``) so the topic manager and
 the handlers treat both modes alike, plus the cluster's own (``brokers()``, ``state()``,
 ``controller_id``). Writes go to ZooKeeper only; the cache changes when the watches report
-back, so every broker — the writer included — sees one order of events.
+back, so every broker — the writer included — sees one order of events. Users' configs (SCRAM
+credentials and quotas, ``/config/users``) are here too, clients' quotas in :mod:`.zk_quotas`.
 
 Watches are kept for the life of the broker, also on deleted paths (kazoo's DataWatch becomes
 an exists-watch), so a topic or broker that comes back is noticed without bookkeeping; kazoo
@@ -32,14 +33,16 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError, NotEmptyError
 
 from fastkafka import errors
 from fastkafka.security.acl import RESOURCE_TYPES as ACL_RESOURCE_TYPES, AclBinding, AclSnapshot
+from fastkafka.security.client_quotas import entity_name
 
 from . import znodes
 from .assignment import assign_replicas
 from .embedded import TopicInfo, validate_topic_name
+from .zk_quotas import ZkQuotaConfigs
 
 __all__ = ["ZkMetadata", "PartitionView"]
 
@@ -66,7 +69,7 @@ def _zk_errors(fn):
     return wrapper
 
 
-class ZkMetadata:
+class ZkMetadata(ZkQuotaConfigs):
     def __init__(self, client: KazooClient, cluster_id: str):
         self.client = client
         self.cluster_id = cluster_id
@@ -79,6 +82,7 @@ class ZkMetadata:
         self._state_versions: dict[tuple[str, int], int] = {}   # the znode version each state was read at
         self._watched: set[str] = set()
         self._users: dict[str, Mapping[str, str]] = {}   # /config/users/<user> documents
+        self._init_quotas()     # client ids' and user/client-id pairs' quotas (zk_quotas)
         self._acl_docs: dict[str, tuple[AclBinding, ...]] = {}   # ACL znode path -> its ACLs
         self._acls = AclSnapshot()
         self.controller_id = znodes.NO_LEADER
@@ -102,6 +106,7 @@ class ZkMetadata:
         self.client.ChildrenWatch(znodes.CONTROLLER, self._on_controller)
         self.client.ensure_path(znodes.CONFIG_USERS)
         self.client.ChildrenWatch(znodes.CONFIG_USERS, self._on_users)
+        self._start_quotas()
         for ptype in znodes.ACL_ROOTS:
             for rtype in ACL_RESOURCE_TYPES:
                 parent = znodes.acl_type_path(ptype, rtype)
@@ -213,8 +218,10 @@ class ZkMetadata:
     def _on_users(self, children) -> bool:
         if self._stopped:
             return False
-        for user in children:
+        for child in children:
+            user = entity_name(child)     # znode names are sanitized (Kafka's Sanitizer)
             self._watch(znodes.config_user_path(user), functools.partial(self._on_user, user))
+            self._watch_user_clients(user)
         return True
 
     def _on_user(self, user: str, data, _stat) -> bool:
@@ -434,6 +441,8 @@ class ZkMetadata:
                 self.client.delete(path)
             except NoNodeError:
                 pass
+            except NotEmptyError:   # user/client-id quotas live below it
+                self.client.set(path, znodes.EntityConfig({}).encode())
         self._cache_user(user, configs)
 
     def _cache_user(self, user: str, configs: Mapping[str, str]) -> None:
@@ -445,6 +454,7 @@ class ZkMetadata:
             else:
                 users.pop(user, None)
             self._users = users
+        self._changed()     # (client quotas follow)
 
     def acls(self) -> AclSnapshot:
         """Every ACL under ``/kafka-acl*`` (an immutable snapshot, replaced on every change)."""

@@ -15,7 +15,10 @@ documents below read the same to a person who knows Kafka::
     /controller_epoch                           3
     /config/topics/<t>                          {"version":1,"config":{"retention.ms":"60000"}}
     /config/users/<user>                        {"version":1,"config":{"SCRAM-SHA-256":
-                                                 "salt=...,stored_key=...,server_key=...,iterations=4096"}}
+                                                 "salt=...,stored_key=...,server_key=...,iterations=4096",
+                                                 "producer_byte_rate":"1048576"}}
+    /config/users/<user>/clients/<client-id>    {"version":1,"config":{"consumer_byte_rate":"2097152"}}
+    /config/clients/<client-id>                 {"version":1,"config":{"request_percentage":"50.0"}}
     /kafka-acl/<Type>/<name>                    {"version":1,"acls":[{"principal":"User:alice",
                                                  "host":"*","operation":"Read","permissionType":"Allow"}]}
     /kafka-acl-extended/prefixed/<Type>/<name>  the same, for PREFIXED patterns
@@ -26,6 +29,9 @@ documents below read the same to a person who knows Kafka::
     /consumers/<g>/offsets/<t>/<p>               "42"
     /latest_producer_id_block                   {"version":1,"broker":2,"block_start":"1000",
                                                  "block_end":"1999"}
+
+User and client-id names are URL-encoded as Kafka's ``Sanitizer`` does (``alice@example.com``
+is ``alice%40example.com``); ``<default>`` names the default user or client of a quota.
 
 ``/controller`` is the one departure: the controller is elected with kazoo's ``Election``
 recipe, whose contenders are ephemeral sequential children of ``/controller`` carrying the JSON
@@ -51,12 +57,14 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from fastkafka.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from fastkafka.security.client_quotas import QuotaEntity, znode_name
 
 __all__ = [
     "ZnodeDataError", "CLUSTER_ID", "BROKER_IDS", "TOPICS", "CONTROLLER", "CONTROLLER_EPOCH",
     "CONFIG_TOPICS", "CONFIG_USERS", "DELETE_TOPICS", "CONSUMERS", "LATEST_PRODUCER_ID_BLOCK", "PERSISTENT_PATHS",
     "broker_path", "topic_path", "partitions_path", "partition_path", "state_path",
-    "config_topic_path", "config_user_path", "delete_topic_path", "consumer_ids_path", "consumer_id_path",
+    "config_topic_path", "config_user_path", "CONFIG_CLIENTS", "config_client_path", "config_user_clients_path",
+    "config_user_client_path", "quota_entity_path", "delete_topic_path", "consumer_ids_path", "consumer_id_path",
     "owners_path", "owner_path", "offsets_path", "offset_path",
     "ClusterId", "BrokerInfo", "TopicAssignment", "PartitionState", "ControllerInfo",
     "EntityConfig", "ConsumerRegistration", "ACL_ROOTS", "acl_type_path", "acl_path", "acl_pattern", "AclDocument", "ProducerIdBlock", "encode_controller_epoch",
@@ -72,6 +80,7 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_USERS = "/config/users"
+CONFIG_CLIENTS = "/config/clients"
 DELETE_TOPICS = "/admin/delete_topics"
 CONSUMERS = "/consumers"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
@@ -111,7 +120,37 @@ def config_topic_path(topic: str) -> str:
 
 
 def config_user_path(user: str) -> str:
-    return f"{CONFIG_USERS}/{user}"
+    """``/config/users/<user>`` (the user's SCRAM credentials and quotas; ``<default>``: the
+    default user's quotas).
+
+    >>> config_user_path("CN=app,O=example")
+    '/config/users/CN%3Dapp%2CO%3Dexample'
+    """
+    return f"{CONFIG_USERS}/{znode_name(user)}"
+
+
+def config_client_path(client_id: str) -> str:
+    return f"{CONFIG_CLIENTS}/{znode_name(client_id)}"
+
+
+def config_user_clients_path(user: str) -> str:
+    return f"{config_user_path(user)}/clients"
+
+
+def config_user_client_path(user: str, client_id: str) -> str:
+    return f"{config_user_clients_path(user)}/{znode_name(client_id)}"
+
+
+def quota_entity_path(entity: QuotaEntity) -> str:
+    """Where the quotas of ``(user, client_id)`` live.
+
+    >>> quota_entity_path(("<default>", "etl"))
+    '/config/users/<default>/clients/etl'
+    """
+    user, client = entity
+    if user is None:
+        return config_client_path(client)
+    return config_user_path(user) if client is None else config_user_client_path(user, client)
 
 
 def acl_type_path(pattern_type: PatternType, resource_type: ResourceType) -> str:
@@ -349,8 +388,10 @@ def controller_id(contenders: list[str]) -> int:
 
 @dataclass(frozen=True)
 class EntityConfig:
-    """``/config/topics/<t>`` (a topic's config overrides, Kafka's topic-level names) and
-    ``/config/users/<user>`` (a user's SCRAM credentials, by mechanism): one document shape."""
+    """``/config/topics/<t>`` (a topic's config overrides, Kafka's topic-level names),
+    ``/config/users/<user>`` (a user's SCRAM credentials, by mechanism, and its client quotas),
+    ``/config/clients/<client-id>`` and ``/config/users/<user>/clients/<client-id>`` (client
+    quotas): one document shape."""
 
     config: Mapping[str, str]
 

@@ -194,8 +194,10 @@ define("ssl.cipher.suites", LIST, "", None, "TLS 1.2 cipher suites (OpenSSL name
        "OpenSSL's defaults. TLS 1.3 suites are OpenSSL's.")
 define("ssl.endpoint.identification.algorithm", STRING, "https", None, "Accepted for "
        "compatibility (used by clients, not by this broker's listeners).")
-define("ssl.principal.mapping.rules", STRING, "DEFAULT", one_of("DEFAULT"), "How a client "
-       "certificate's subject becomes a principal; only DEFAULT (User:<RFC 2253 subject>).")
+define("ssl.principal.mapping.rules", STRING, "DEFAULT", None, "How a client certificate's "
+       "subject (RFC 2253) becomes a principal name: comma-separated rules, the first that matches "
+       "wins, DEFAULT keeps the subject, RULE:<regex>/<replacement>/[L|U] rewrites it ($1 for groups; "
+       "L/U lower/upper case). A client no rule names is refused.")
 define("sasl.enabled.mechanisms", LIST, "GSSAPI", None, "SASL mechanisms offered on SASL listeners: "
        "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are not implemented: listing "
        "them on a SASL listener is a start-up error).")
@@ -219,6 +221,12 @@ define("super.users", STRING, "", principals, "Principals allowed everything wha
 define("allow.everyone.if.no.acl.found", BOOLEAN, False, None, "With an authorizer: whether a "
        "resource without any ACL is open to everyone (false: only super users may use it).")
 
+
+# --- client quotas (fastkafka.server.quotas; KIP-13/KIP-124). The quotas themselves are dynamic
+# configs of users and clients (AlterClientQuotas, `fastkafka configs`), not broker properties ---
+define("quota.window.num", INT, 11, at_least(1), "The number of samples to retain in memory for client "
+       "quotas (a client's rate is measured over this many windows).")
+define("quota.window.size.seconds", INT, 1, at_least(1), "The time span of each sample for client quotas.")
 
 # --- the group coordinator, __consumer_offsets and producer ids (owned by the coordinator; issue 5) ---
 define("offsets.topic.num.partitions", INT, 50, at_least(1), "Partitions of __consumer_offsets (fixed once created).")

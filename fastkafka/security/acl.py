@@ -211,9 +211,10 @@ class AclBinding(NamedTuple):
         return self.principal, self.host, self.operation, self.permission_type
 
     def __str__(self) -> str:
-        return (f"(principal={self.principal}, host={self.host}, operation={self.operation.kafka_name}, "
-                f"permissionType={self.permission_type.kafka_name}) on "
-                f"{self.resource_type.kafka_name}:{self.pattern_type.kafka_name}:{self.resource_name}")
+        # Kafka's AccessControlEntry and ResourcePattern strings
+        return (f"(principal={self.principal}, host={self.host}, operation={self.operation.name}, "
+                f"permissionType={self.permission_type.name}) on ResourcePattern(resourceType="
+                f"{self.resource_type.name}, name={self.resource_name}, patternType={self.pattern_type.name})")
 
 
 class AclBindingFilter(NamedTuple):

@@ -44,7 +44,7 @@ FrameError = FramingError
 class Connection:
     __slots__ = ("id", "sock", "fd", "peer", "listener", "frames", "_decoder",
                  "muted", "send", "closed", "last_active", "events", "_max_frame", "_body", "_have",
-                 "inline_response", "tls", "handshaking", "session", "close_after_send")
+                 "inline_response", "tls", "handshaking", "session", "close_after_send", "unmute_at")
 
     def __init__(self, conn_id: str, sock: socket.socket, peer, listener: str, max_frame: int,
                  tls: bool = False):
@@ -57,6 +57,7 @@ class Connection:
         self.handshaking = tls      # the TLS handshake runs before any frame is read
         self.session = None         # listener_security.Session, set once the connection is ready
         self.close_after_send: float | None = None  # seconds: the response going out is the last
+        self.unmute_at: float | None = None  # monotonic time a throttled connection reads again
         self.frames: deque[memoryview] = deque()   # complete frames not yet dispatched
         self._decoder = FrameDecoder(max_frame)
         self.muted = False      # a request of this connection is being handled

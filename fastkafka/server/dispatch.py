@@ -13,7 +13,9 @@ whatever the bytes were and whatever the handler raised (DESIGN §10):
 * on a SASL listener, until the client has authenticated only ApiVersions, SaslHandshake and
   SaslAuthenticate pass (anything else closes the connection, as Kafka's authenticator does);
   after SaslHandshake v0 the next frame is a bare token, not a request; a session past
-  ``connections.max.reauth.ms`` is closed at its next request unless it re-authenticates.
+  ``connections.max.reauth.ms`` is closed at its next request unless it re-authenticates;
+* while any client quota is configured, each request is charged to its user and client id
+  and its response maybe throttled (:mod:`.quotas`); with none, that costs one attribute test.
 
 Handlers are ``handle_<api>(ctx, request) -> response | None | DELAYED``; ``None`` means no
 response (Produce acks=0), ``DELAYED`` that the handler will call :meth:`RequestContext.send`
@@ -30,6 +32,7 @@ from fastkafka import protocol as P
 from fastkafka.security import AuthenticationFailed
 
 from .authorizer import CLUSTER_NAME, NOT_REQUESTED, AclOperation, ResourceType, every_operation
+from .quotas import ClientQuotas
 
 __all__ = ["Dispatcher", "RequestContext", "DELAYED"]
 
@@ -44,7 +47,7 @@ _SASL_APIS = frozenset((P.ApiKey.API_VERSIONS, P.ApiKey.SASL_HANDSHAKE, P.ApiKey
 class RequestContext:
     """What a handler knows about its request besides the body. ``send`` may be called from any thread."""
 
-    __slots__ = ("request", "header", "codec", "broker", "received", "session")
+    __slots__ = ("request", "header", "codec", "broker", "received", "session", "quota")
 
     def __init__(self, request, header: P.RequestHeader, codec: P.Codec, broker):
         self.request = request
@@ -53,6 +56,7 @@ class RequestContext:
         self.broker = broker
         self.received = request.received
         self.session = request.session   # who the client is (listener_security.Session)
+        self.quota = None                # quotas.RequestQuota while client quotas apply
 
     @property
     def version(self) -> int:
@@ -99,21 +103,26 @@ class RequestContext:
         return self.codec.api.response(**fields)
 
     def send(self, response) -> None:
-        """Encode ``response`` and queue it on the connection (or nothing for ``None``)."""
+        """Encode ``response`` and queue it on the connection (or nothing for ``None``);
+        under a client quota, charged and maybe throttled."""
+        if self.quota is not None:
+            self.quota.send(self, response)
+            return
         if response is None:
             self.request.no_response()
             return
-        chunks = self._encode(response)
+        chunks = self.encode(response)
         if chunks is not None:
             self.request.respond(chunks)
 
     def send_then_close(self, response, delay_s: float) -> None:
         """Answer now, close the connection ``delay_s`` later (a failed authentication)."""
-        chunks = self._encode(response)
+        chunks = self.encode(response)
         if chunks is not None:
             self.request.respond_then_close(chunks, delay_s)
 
-    def _encode(self, response) -> list | None:
+    def encode(self, response) -> list | None:
+        """The response frame's chunks, or None after closing the connection (unencodable)."""
         try:
             return self.codec.encode_response(self.header.correlation_id, response)
         except Exception:
@@ -130,6 +139,8 @@ class Dispatcher:
         self._broker = broker
         self._handlers = handlers
         self.advertised = advertised
+        # client quotas follow the metadata store, which exists once requests arrive
+        self.quotas = ClientQuotas.from_config(broker.config, lambda: broker.metadata)
 
     def handle(self, request) -> None:
         frame = request.frame
@@ -172,6 +183,8 @@ class Dispatcher:
             request.close_connection()
             return
         ctx = RequestContext(request, header, codec, self._broker)
+        if self.quotas.enabled:
+            ctx.quota = self.quotas.track(request, header, body)
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("%s v%d corr=%d from %s", P.API_NAMES[key], version,
                               header.correlation_id, request.connection_id)
@@ -185,6 +198,8 @@ class Dispatcher:
                 request.close_connection()
                 return
         if response is DELAYED:
+            if ctx.quota is not None:
+                ctx.quota.handler_returned()
             return
         ctx.send(response)
         if request_log.isEnabledFor(logging.DEBUG):

@@ -35,6 +35,7 @@ from fastkafka.security import MECHANISMS as SCRAM_MECHANISMS
 from fastkafka.security import (AuthenticationFailed, PlainServer, ScramCredential, ScramServer,
                                 parse_jaas_config, plain_users)
 from fastkafka.client.security import ClientSecurity
+from fastkafka.security.principal_mapping import PrincipalMapper
 from fastkafka.security.tls import TlsConfigError, client_context, principal_name, server_context
 
 __all__ = ["ListenerSecurity", "Session", "listener_security", "inter_broker_security",
@@ -56,12 +57,12 @@ class ListenerSecurity:
     """One listener's security: immutable after start-up, shared by its connections."""
 
     __slots__ = ("name", "protocol", "ssl_context", "mechanisms", "plain_users", "scram_credentials",
-                 "reauth_ms", "failed_auth_delay_ms")
+                 "reauth_ms", "failed_auth_delay_ms", "principal_mapper")
 
     def __init__(self, name: str, protocol: str, ssl_context: ssl.SSLContext | None = None,
                  mechanisms: tuple[str, ...] = (), plain_users: dict[str, str] | None = None,
                  scram_credentials: ScramLookup | None = None, reauth_ms: int = 0,
-                 failed_auth_delay_ms: int = 100):
+                 failed_auth_delay_ms: int = 100, principal_mapper: PrincipalMapper | None = None):
         self.name = name
         self.protocol = protocol
         self.ssl_context = ssl_context
@@ -70,6 +71,7 @@ class ListenerSecurity:
         self.scram_credentials = scram_credentials
         self.reauth_ms = reauth_ms
         self.failed_auth_delay_ms = failed_auth_delay_ms
+        self.principal_mapper = principal_mapper or PrincipalMapper.parse("DEFAULT")
 
     @property
     def sasl(self) -> bool:
@@ -91,8 +93,10 @@ class Session:
                  "authenticated", "expires_at")
 
     def __init__(self, security: ListenerSecurity, peer_cert: dict | None = None):
+        """NoMatchingRule when ``ssl.principal.mapping.rules`` cannot name the certificate."""
         self.security = security
-        self.principal = ANONYMOUS if peer_cert is None else "User:" + principal_name(peer_cert)
+        self.principal = ANONYMOUS if peer_cert is None else \
+            "User:" + security.principal_mapper.name(principal_name(peer_cert))
         self.mechanism: str | None = None
         self.authenticator = None          # the mechanism's server while a SASL exchange runs
         self.expects_raw_token = False     # SaslHandshake v0: the next frame is a bare token
@@ -210,11 +214,15 @@ def listener_security(cfg, listeners: list[tuple[str, str, int]],
             raise SecurityConfigError(f"No security protocol defined for listener {name}")
         get = lambda key, _n=name: cfg.for_listener(_n, key)  # noqa: E731
         context = None
+        mapper = None
         if proto in ("SSL", "SASL_SSL"):
             try:
                 context = server_context(get)
+                mapper = PrincipalMapper.parse(get("ssl.principal.mapping.rules"))
             except TlsConfigError as e:
                 raise SecurityConfigError(f"listener {name}: {e}") from None
+            except ValueError as e:
+                raise SecurityConfigError(f"listener {name}: ssl.principal.mapping.rules: {e}") from None
         mechanisms: tuple[str, ...] = ()
         plain = {}
         if proto.startswith("SASL_"):
@@ -230,5 +238,5 @@ def listener_security(cfg, listeners: list[tuple[str, str, int]],
         out[name] = ListenerSecurity(
             name, proto, context, mechanisms, plain, scram_credentials,
             reauth_ms=get("connections.max.reauth.ms"),
-            failed_auth_delay_ms=get("connection.failed.authentication.delay.ms"))
+            failed_auth_delay_ms=get("connection.failed.authentication.delay.ms"), principal_mapper=mapper)
     return out

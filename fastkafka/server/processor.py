@@ -6,8 +6,11 @@ Per connection at most one request is in flight (the connection is muted until i
 left), which keeps pipelined responses in order without sequence numbers.
 
 Handlers may complete a request from any thread: completions go through a deque and a
-socketpair wakes the selector. Unframeable or oversized input closes that connection only;
-nothing a client sends can stop the loop.
+socketpair wakes the selector. A completion may be delayed (the response leaves later), close
+the connection some time after its response, or keep the connection muted some time after its
+response (a client throttled by a quota: KIP-219), all through one heap of due times.
+Unframeable or oversized input closes that connection only; nothing a client sends can stop
+the loop.
 
 TLS listeners wrap accepted sockets and run the handshake here, non-blocking, before any frame
 is read: a slow or garbage handshake costs its own connection only. Each connection carries a
@@ -25,6 +28,8 @@ import time
 from collections import deque
 from typing import Callable
 
+from fastkafka.security.principal_mapping import NoMatchingRule
+
 from .connection import SCRATCH_BYTES, Connection, FrameError
 from .listener_security import ListenerSecurity, Session
 from .send import Send
@@ -37,6 +42,7 @@ _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 _NO_RESPONSE = object()
 _CLOSE = object()
+_UNMUTE = object()   # a throttled connection's mute is over
 _PLAINTEXT = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
 
 
@@ -48,6 +54,17 @@ class _Last:
     def __init__(self, chunks, delay_s: float):
         self.chunks = chunks
         self.delay_s = delay_s
+
+
+class _Throttled:
+    """A response (or ``_NO_RESPONSE``) sent now, after which the connection reads nothing until
+    ``until`` (KIP-219: a client over its quota is throttled by muting its channel)."""
+
+    __slots__ = ("chunks", "until")
+
+    def __init__(self, chunks, until: float):
+        self.chunks = chunks
+        self.until = until
 
 
 class Request:
@@ -89,6 +106,17 @@ class Request:
         ``connection.failed.authentication.delay.ms`` makes guessing slow, and the client reads
         the error before the connection goes)."""
         self.processor.complete(self.conn, _Last(chunks, delay_s))
+
+    def respond_then_mute(self, chunks: list | None, delay_s: float) -> None:
+        """Send ``chunks`` now (None: no response, as for acks=0), then read nothing more from
+        the connection until ``delay_s`` from now (a client throttled by a quota, KIP-219)."""
+        until = time.monotonic() + delay_s
+        self.processor.complete(self.conn, _Throttled(_NO_RESPONSE if chunks is None else chunks, until))
+
+    def respond_later(self, chunks: list, delay_s: float) -> None:
+        """Send ``chunks`` ``delay_s`` from now, the connection muted meanwhile (a throttled
+        client whose request version predates KIP-219 and so does not back off by itself)."""
+        self.processor.complete(self.conn, chunks, delay_s)
 
 
 class Processor(threading.Thread):
@@ -269,7 +297,12 @@ class Processor(threading.Thread):
             self._close(conn)
             return
         conn.handshaking = False
-        conn.session = Session(self._security[conn.listener], conn.sock.getpeercert() or None)
+        try:
+            conn.session = Session(self._security[conn.listener], conn.sock.getpeercert() or None)
+        except NoMatchingRule as e:      # Kafka refuses a client it cannot name
+            log.info("closing %s: %s (ssl.principal.mapping.rules)", conn.id, e)
+            self._close(conn)
+            return
         self._set_interest(conn, _READ)
         if conn.sock.pending():
             self._on_readable(conn)
@@ -332,15 +365,30 @@ class Processor(threading.Thread):
         if response is _CLOSE:
             self._close(conn)
             return False
+        if response is _UNMUTE:
+            conn.muted = False
+            return True
         if type(response) is _Last:
             conn.close_after_send = response.delay_s
+            response = response.chunks
+        elif type(response) is _Throttled:
+            conn.unmute_at = response.until
             response = response.chunks
         if response is not _NO_RESPONSE:
             conn.send = Send(response)
             if not self._write(conn):
                 return False
+        elif conn.unmute_at is not None:
+            return self._stay_muted(conn)
         conn.muted = False
         return True
+
+    def _stay_muted(self, conn: Connection) -> bool:
+        """The response is out; read nothing until the connection's throttle ends."""
+        until, conn.unmute_at = conn.unmute_at, None
+        self._set_interest(conn, 0)
+        self.complete(conn, _UNMUTE, until - time.monotonic())
+        return False
 
     def _process_completions(self) -> None:
         completions = self._completions
@@ -357,6 +405,8 @@ class Processor(threading.Thread):
                     self._set_interest(conn, 0)
                     self.complete(conn, _CLOSE, conn.close_after_send)
                     return False
+                if conn.unmute_at is not None:
+                    return self._stay_muted(conn)
                 return True
         except (OSError, EOFError) as e:
             log.debug("closing %s while sending: %s", conn.id, e)

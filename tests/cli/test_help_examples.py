@@ -10,11 +10,12 @@ import subprocess
 import sys
 
 import pytest
+from brokers import running_broker  # (tests/server, via conftest)
 
 pytestmark = pytest.mark.timeout(600)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOLS = ["topics", "configs", "produce", "consume", "groups", "perf", "log-dirs"]   # the tools with examples
+TOOLS = ["topics", "configs", "produce", "consume", "groups", "perf", "log-dirs", "acls"]   # the tools with examples
 EXCLUDED = {   # example -> why it is not run here
     "fastkafka consume orders --group billing --zookeeper 127.0.0.1:2181/kafka":
         "needs a ZooKeeper ensemble: tests/cluster/test_zk_consumer.py runs the ZooKeeper group",
@@ -48,15 +49,25 @@ def test_the_help_of_each_tool_shows_examples():
     assert set(EXCLUDED) <= set(all_examples()), "an exclusion names an example that is gone"
 
 
-def test_every_help_example_runs(broker, tmp_path):
+@pytest.fixture(scope="module")
+def acl_broker(tmp_path_factory):
+    """The acls examples need the authorizer, and their plaintext client (User:ANONYMOUS) the
+    right to change ACLs; every other example keeps the broker without one."""
+    with running_broker(tmp_path_factory.mktemp("acl-data"), super_users="User:ANONYMOUS",
+                        authorizer_class_name="kafka.security.authorizer.AclAuthorizer") as b:
+        yield b
+
+
+def test_every_help_example_runs(broker, acl_broker, tmp_path):
     for name, text in INPUT_FILES.items():
         (tmp_path / name).write_text(text)
-    shim = (f'fastkafka() {{ PYTHONPATH="{ROOT}" "{sys.executable}" -m fastkafka "$1" '
-            f'-b "{broker.bootstrap}" "${{@:2}}"; }}\n')
     failures = []
     for example in all_examples():
         if example in EXCLUDED:
             continue
+        target = acl_broker if example.startswith("fastkafka acls ") else broker
+        shim = (f'fastkafka() {{ PYTHONPATH="{ROOT}" "{sys.executable}" -m fastkafka "$1" '
+                f'-b "{target.bootstrap}" "${{@:2}}"; }}\n')
         proc = subprocess.Popen(["bash", "-c", shim + example], cwd=tmp_path, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         # a consumer without a limit runs until Ctrl-C: give it a few seconds to print

@@ -320,3 +320,30 @@ def test_acls_survive_a_restart(tmp_path):
                                AclOperation.ANY, AclPermissionType.ANY)
         admin = AdminClient(conf(b, "admin"))
         assert [a.name for a in admin.describe_acls(flt).result(10)] == ["kept"]
+
+
+def test_certificate_principals_mapped_by_rules(tmp_path):
+    """mTLS: ssl.principal.mapping.rules turns alice's subject (CN=alice,O=Acme,C=DE) into
+    User:alice, the super user here; a trusted certificate no rule names is refused at once."""
+    from certs import make_certs
+    certs = make_certs(tmp_path / "certs")
+    with acl_broker(tmp_path / "data", **{
+            "listeners": "SSL://127.0.0.1:0", "listener.security.protocol.map": "SSL:SSL",
+            "ssl.keystore.location": str(certs.broker), "ssl.truststore.location": str(certs.ca),
+            "ssl.client.auth": "required", "super.users": "User:alice",
+            "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),O=Acme,C=DE$/$1/L"}) as b:
+        def tls(cert, key):
+            return {"bootstrap.servers": b.bootstrap, "security.protocol": "SSL", "ssl.ca.location": str(certs.ca),
+                    "ssl.certificate.location": str(cert), "ssl.key.location": str(key)}
+        alice = AdminClient(tls(certs.client_cert, certs.client_key))
+        settle(alice.create_topics([NewTopic("mapped", 1, 1)]))      # only a super user may
+        got = []
+        p = ck.Producer(tls(certs.client_cert, certs.client_key))
+        p.produce("mapped", value=b"x", on_delivery=lambda err, msg: got.append(err))
+        p.flush(15)
+        assert got == [None]
+        # the broker's own certificate (O=fastkafka tests,CN=localhost) matches no rule
+        stranger = AdminClient(tls(certs.broker_cert, certs.broker_key))
+        with pytest.raises(KafkaException) as e:
+            stranger.list_topics(timeout=5)
+        assert e.value.args[0].code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT), e.value

@@ -21,7 +21,9 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Descr
            "ListTransactions": 1,
            # security (issue 16): SASL (KIP-43, KIP-152, KIP-368), SCRAM users (KIP-554)
            "SaslHandshake": 1, "SaslAuthenticate": 2, "DescribeUserScramCredentials": 0,
-           "AlterUserScramCredentials": 0}
+           "AlterUserScramCredentials": 0,
+           # client quotas (KIP-546; v1 is flexible)
+           "DescribeClientQuotas": 1, "AlterClientQuotas": 1}
 
 
 def test_declared_ranges_are_the_design_ranges():

@@ -9,6 +9,7 @@ from fastkafka.protocol import ApiKey
 
 from .admin import handle_create_partitions, handle_create_topics, handle_delete_records, handle_delete_topics
 from .api_versions import handle_api_versions
+from .client_quotas import CLIENT_QUOTA_RANGES
 from .cluster_admin import CLUSTER_ADMIN_RANGES
 from .configs import handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs
 from .fetch import handle_fetch
@@ -45,6 +46,7 @@ RANGES.update(CLUSTER_ADMIN_RANGES)  # Kafka 3.x admin surface (issue 17)
 RANGES.update(TRANSACTION_RANGES)  # InitProducerId and transactions (issue 15)
 RANGES.update(SASL_RANGES)  # authentication (issue 16)
 RANGES.update(SCRAM_CREDENTIAL_RANGES)  # SCRAM users (issue 16)
+RANGES.update(CLIENT_QUOTA_RANGES)  # client quotas (KIP-546)
 
 HANDLERS = {key: h for key, (h, _, _) in RANGES.items()}
 
