@@ -35,6 +35,7 @@ from .dispatch import Dispatcher
 from .handlers import HANDLERS, advertised_apis
 from .listener_security import ListenerSecurity, SecurityConfigError, inter_broker_security, listener_security
 from .purgatory import Purgatory
+from .quotas import ClientQuotas
 from .request_channel import RequestChannel
 from .socket_server import ListenerError, SocketServer, parse_listener
 from .cluster_topics import ClusterTopicManager
@@ -76,6 +77,7 @@ class Broker:
         self.socket_server: SocketServer | None = None
         self.listener_security: dict[str, ListenerSecurity] = {}   # per listener name, from startup
         self.authorizer: Authorizer | None = None   # authorizer.class.name set: ACLs decide every request
+        self.quotas: ClientQuotas | None = None     # client quotas, charged by the dispatcher
         self._channel: RequestChannel | None = None
         self._stopped = threading.Event()
         self._started = False
@@ -102,7 +104,9 @@ class Broker:
         for d in cfg.log_dirs:
             _check_writable(d)
         self.advertised = P.Advertised(ranges=advertised_apis())
-        dispatcher = Dispatcher(self, HANDLERS, self.advertised)
+        # client quotas follow the metadata store, which exists once requests arrive
+        self.quotas = ClientQuotas.from_config(cfg, lambda: self.metadata)
+        dispatcher = Dispatcher(self, HANDLERS, self.advertised, self.quotas)
         self._channel = RequestChannel(dispatcher.handle, cfg["num.io.threads"])
         try:
             self.socket_server = SocketServer(

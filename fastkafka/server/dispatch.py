@@ -135,12 +135,11 @@ class RequestContext:
 class Dispatcher:
     """Thread-safe: called concurrently by processors (inline) or handler threads."""
 
-    def __init__(self, broker, handlers: dict[int, Callable], advertised: P.Advertised):
+    def __init__(self, broker, handlers: dict[int, Callable], advertised: P.Advertised, quotas: ClientQuotas):
         self._broker = broker
         self._handlers = handlers
         self.advertised = advertised
-        # client quotas follow the metadata store, which exists once requests arrive
-        self.quotas = ClientQuotas.from_config(broker.config, lambda: broker.metadata)
+        self.quotas = quotas
 
     def handle(self, request) -> None:
         frame = request.frame

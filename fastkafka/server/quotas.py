@@ -194,9 +194,13 @@ class ClientQuotas:
                 if text is None:
                     continue
                 try:
-                    bounds[entity] = float(text)
+                    bound = float(text)
                 except ValueError:
-                    log.warning("ignoring %s=%r of %s: not a number", qtype.key, text, entity)
+                    bound = float("nan")
+                if 0 < bound < float("inf"):
+                    bounds[entity] = bound
+                else:   # (AlterClientQuotas refuses these; a hand-written znode may hold one)
+                    log.warning("ignoring %s=%r of %s: not a positive number", qtype.key, text, entity)
             if bounds != qtype.bounds.bounds:
                 qtype.configure(QuotaBounds(bounds))
         self.enabled = self.produce.enabled or self.fetch.enabled or self.request.enabled

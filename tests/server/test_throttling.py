@@ -240,6 +240,13 @@ def test_without_quotas_nothing_is_tracked(broker):
     assert not quotas.enabled
 
 
+def test_a_quota_that_is_not_a_positive_number_is_ignored():
+    quotas = ClientQuotas(samples=2, window_s=1)
+    quotas.configure({(None, "a"): {"producer_byte_rate": "0"}, (None, "b"): {"producer_byte_rate": "-5"},
+                      (None, "c"): {"producer_byte_rate": "lots"}, (None, "d"): {"request_percentage": "nan"}})
+    assert not quotas.enabled
+
+
 def test_rates_keep_their_history_when_the_quota_changes():
     quotas = ClientQuotas(samples=11, window_s=1)
     quotas.configure({("alice", None): {"producer_byte_rate": "100000"}})
