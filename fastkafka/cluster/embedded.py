@@ -39,7 +39,7 @@ from typing import Mapping
 
 from fastkafka import errors
 from fastkafka.security.acl import AclBinding, AclOperation, AclPermissionType, AclSnapshot, PatternType, ResourceType
-from fastkafka.security.client_quotas import QUOTA_CONFIGS, QuotaEntity, collect_quota_configs
+from fastkafka.security.client_quotas import QUOTA_CONFIGS, QuotaConfigsView, QuotaEntity, with_entry
 
 __all__ = ["TopicInfo", "EmbeddedMetadata", "validate_topic_name", "META_FILE"]
 
@@ -95,7 +95,7 @@ class EmbeddedMetadata:
         self._acls = AclSnapshot()
         # client quotas of client ids, (None, client), and of user/client-id pairs, (user, client)
         self._quota_entities: dict[QuotaEntity, Mapping[str, str]] = {}
-        self._quota_cache: tuple = (None, None, {})
+        self._quota_view = QuotaConfigsView()
         self._listeners: list = []
         self.cluster_id = ""
         self._load()
@@ -208,22 +208,12 @@ class EmbeddedMetadata:
     def set_user_configs(self, user: str, configs: Mapping[str, str]) -> None:
         """Replace a user's entries (empty: forget the user); persisted before returning."""
         with self._lock:
-            users = dict(self._users)
-            if configs:
-                users[user] = MappingProxyType(dict(configs))
-            else:
-                users.pop(user, None)
-            self._commit(users=users)
+            self._commit(users=with_entry(self._users, user, configs))
 
     def quota_configs(self) -> Mapping[QuotaEntity, Mapping[str, str]]:
         """Every client quota entity with its quota configs, ``{(user, client_id): {key: value}}``
         (a snapshot: the same object until a change)."""
-        users, others, snapshot = self._quota_cache
-        if users is not self._users or others is not self._quota_entities:
-            users, others = self._users, self._quota_entities
-            snapshot = MappingProxyType(collect_quota_configs(users, others))
-            self._quota_cache = (users, others, snapshot)
-        return snapshot
+        return self._quota_view.of(self._users, self._quota_entities)
 
     def set_quota_configs(self, entity: QuotaEntity, configs: Mapping[str, str]) -> None:
         """Replace the quota configs of ``(user, client_id)`` (a user's SCRAM credentials stay);
@@ -231,21 +221,11 @@ class EmbeddedMetadata:
         user, client = entity
         with self._lock:
             if client is None:
-                users = dict(self._users)
-                entries = {k: v for k, v in users.get(user, {}).items() if k not in QUOTA_CONFIGS}
+                entries = {k: v for k, v in self._users.get(user, {}).items() if k not in QUOTA_CONFIGS}
                 entries.update(configs)
-                if entries:
-                    users[user] = MappingProxyType(entries)
-                else:
-                    users.pop(user, None)
-                self._commit(users=users)
+                self._commit(users=with_entry(self._users, user, entries))
             else:
-                others = dict(self._quota_entities)
-                if configs:
-                    others[entity] = MappingProxyType(dict(configs))
-                else:
-                    others.pop(entity, None)
-                self._commit(quota_entities=others)
+                self._commit(quota_entities=with_entry(self._quota_entities, entity, configs))
 
     def add_listener(self, callback) -> None:
         """Call ``callback()`` after every change of users' or clients' configs (quick, no lock)."""

@@ -37,7 +37,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, N
 
 from fastkafka import errors
 from fastkafka.security.acl import RESOURCE_TYPES as ACL_RESOURCE_TYPES, AclBinding, AclSnapshot
-from fastkafka.security.client_quotas import entity_name
+from fastkafka.security.client_quotas import entity_name, with_entry
 
 from . import znodes
 from .assignment import assign_replicas
@@ -448,12 +448,7 @@ class ZkMetadata(ZkQuotaConfigs):
     def _cache_user(self, user: str, configs: Mapping[str, str]) -> None:
         """Copy-on-write: readers of ``_users`` never lock."""
         with self._cond:
-            users = dict(self._users)
-            if configs:
-                users[user] = MappingProxyType(dict(configs))
-            else:
-                users.pop(user, None)
-            self._users = users
+            self._users = with_entry(self._users, user, configs)
         self._changed()     # (client quotas follow)
 
     def acls(self) -> AclSnapshot:

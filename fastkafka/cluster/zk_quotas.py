@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import functools
 import logging
-from types import MappingProxyType
 from typing import Mapping
 
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError, NotEmptyError
 
 from fastkafka import errors
-from fastkafka.security.client_quotas import QUOTA_CONFIGS, QuotaEntity, collect_quota_configs, entity_name
+from fastkafka.security.client_quotas import QUOTA_CONFIGS, QuotaConfigsView, QuotaEntity, entity_name, with_entry
 
 from . import znodes
 
@@ -46,7 +45,7 @@ class ZkQuotaConfigs:
     def _init_quotas(self) -> None:
         # /config/clients/<c> as (None, c) and /config/users/<u>/clients/<c> as (u, c)
         self._quota_entities: dict[QuotaEntity, Mapping[str, str]] = {}
-        self._quota_cache: tuple = (None, None, {})
+        self._quota_view = QuotaConfigsView()
         self._children_watched: set[str] = set()   # /config/users/<u>/clients with a ChildrenWatch
 
     def _start_quotas(self) -> None:
@@ -102,23 +101,13 @@ class ZkQuotaConfigs:
 
     def _cache_quota_entity(self, entity: QuotaEntity, configs: Mapping[str, str]) -> None:
         with self._cond:
-            others = dict(self._quota_entities)
-            if configs:
-                others[entity] = MappingProxyType(dict(configs))
-            else:
-                others.pop(entity, None)
-            self._quota_entities = others
+            self._quota_entities = with_entry(self._quota_entities, entity, configs)
         self._changed()
 
     def quota_configs(self) -> Mapping[QuotaEntity, Mapping[str, str]]:
         """Every client quota entity with its quota configs, ``{(user, client_id): {key: value}}``
         (a snapshot: the same object until a change)."""
-        users, others, snapshot = self._quota_cache
-        if users is not self._users or others is not self._quota_entities:
-            users, others = self._users, self._quota_entities
-            snapshot = MappingProxyType(collect_quota_configs(users, others))
-            self._quota_cache = (users, others, snapshot)
-        return snapshot
+        return self._quota_view.of(self._users, self._quota_entities)
 
     def set_quota_configs(self, entity: QuotaEntity, configs: Mapping[str, str]) -> None:
         """Replace the quota configs of ``(user, client_id)`` in its znode, keeping the other

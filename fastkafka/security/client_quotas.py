@@ -36,6 +36,7 @@ Example::
 """
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Iterable, Mapping
 from urllib.parse import quote, unquote_plus
 
@@ -44,7 +45,7 @@ from fastkafka import errors
 __all__ = [
     "DEFAULT", "USER", "CLIENT_ID", "IP", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE",
     "CONTROLLER_MUTATION_RATE", "QUOTA_CONFIGS", "QuotaEntity", "sanitize", "desanitize", "znode_name",
-    "entity_name", "quota_configs_of", "collect_quota_configs", "parse_entity", "entity_components", "apply_ops", "QuotaFilter",
+    "entity_name", "quota_configs_of", "collect_quota_configs", "QuotaConfigsView", "with_entry", "parse_entity", "entity_components", "apply_ops", "QuotaFilter",
     "QuotaBounds", "MATCH_EXACT", "MATCH_DEFAULT", "MATCH_SPECIFIED",
 ]
 
@@ -112,6 +113,38 @@ def collect_quota_configs(users: Mapping[str, Mapping[str, str]],
         quotas = quota_configs_of(configs)
         if quotas:
             out[entity] = quotas
+    return out
+
+
+class QuotaConfigsView:
+    """What both metadata stores answer for ``quota_configs()``: :func:`collect_quota_configs` of
+    their current (immutable) user and entity maps, rebuilt only when one of them was replaced."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self):
+        self._of: tuple = (None, None, MappingProxyType({}))
+
+    def of(self, users, others) -> Mapping[QuotaEntity, Mapping[str, str]]:
+        seen_users, seen_others, snapshot = self._of
+        if users is not seen_users or others is not seen_others:
+            snapshot = MappingProxyType(collect_quota_configs(users, others))
+            self._of = (users, others, snapshot)
+        return snapshot
+
+
+def with_entry(mapping: Mapping, key, configs: Mapping[str, str]) -> dict:
+    """A copy of ``mapping`` with ``key`` mapped to an immutable copy of ``configs``, or without
+    ``key`` when ``configs`` is empty (the stores' copy-on-write updates).
+
+    >>> with_entry({"a": {"x": "1"}}, "a", {})
+    {}
+    """
+    out = dict(mapping)
+    if configs:
+        out[key] = MappingProxyType(dict(configs))
+    else:
+        out.pop(key, None)
     return out
 
 

@@ -26,7 +26,7 @@ from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata, partition_fo
 from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
-from ..authorizer import GROUP, TOPIC, TRANSACTIONAL_ID, AclOperation
+from ..authorizer import GROUP, TOPIC, AclOperation
 from ..dispatch import DELAYED
 from .authorization import require_group, require_transactional_id
 
