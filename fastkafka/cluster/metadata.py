@@ -121,6 +121,25 @@ class ZkMetadata(ZkQuotaConfigs):
             self._watched.add(path)
             self.client.DataWatch(path, fn)
 
+    def _watch_document(self, path: str, decode, apply) -> None:
+        """Keep ``apply(decode(path, data))`` current for one znode; a deleted znode applies
+        ``apply(None)`` and ends its watch (a new one starts when it reappears); an unreadable
+        one is logged and skipped."""
+        def on_data(data, _stat) -> bool:
+            if self._stopped:
+                return False
+            try:
+                value = decode(path, data) if data else None
+            except znodes.ZnodeDataError as e:
+                log.warning("ignoring unreadable %s: %s", path, e)
+                return True
+            apply(value)
+            if data is None:
+                self._watched.discard(path)
+                return False
+            return True
+        self._watch(path, on_data)
+
     def _changed(self) -> None:
         with self._cond:
             self._cond.notify_all()
@@ -220,23 +239,10 @@ class ZkMetadata(ZkQuotaConfigs):
             return False
         for child in children:
             user = entity_name(child)     # znode names are sanitized (Kafka's Sanitizer)
-            self._watch(znodes.config_user_path(user), functools.partial(self._on_user, user))
+            # a user's credentials and quotas (AlterUserScramCredentials/AlterClientQuotas anywhere)
+            self._watch_document(znodes.config_user_path(user), znodes.EntityConfig.configs_of,
+                                 functools.partial(self._cache_user, user))
             self._watch_user_clients(user)
-        return True
-
-    def _on_user(self, user: str, data, _stat) -> bool:
-        """A user's credentials changed (AlterUserScramCredentials through any broker)."""
-        if self._stopped:
-            return False
-        try:
-            doc = znodes.EntityConfig.decode(znodes.config_user_path(user), data).config if data else {}
-        except znodes.ZnodeDataError as e:
-            log.warning("user %s: ignoring its changed config (%s)", user, e)
-            return True
-        self._cache_user(user, doc)
-        if data is None:
-            self._watched.discard(znodes.config_user_path(user))
-            return False   # the znode is gone: a new one is watched when it reappears
         return True
 
     def _on_acl_resources(self, parent: str, children) -> bool:
@@ -244,22 +250,9 @@ class ZkMetadata(ZkQuotaConfigs):
             return False
         for name in children:
             path = f"{parent}/{name}"
-            self._watch(path, functools.partial(self._on_acl_document, path))
-        return True
-
-    def _on_acl_document(self, path: str, data, _stat) -> bool:
-        """A resource's ACLs changed (CreateAcls/DeleteAcls through any broker, or kafka-acls.sh)."""
-        if self._stopped:
-            return False
-        try:
-            acls = znodes.AclDocument.decode(path, data).acls if data else ()
-        except znodes.ZnodeDataError as e:
-            log.warning("ignoring unreadable ACLs: %s", e)
-            return True
-        self._cache_acls({path: acls})
-        if data is None:
-            self._watched.discard(path)
-            return False
+            # a resource's ACLs (CreateAcls/DeleteAcls through any broker, or kafka-acls.sh)
+            self._watch_document(path, lambda p, d: znodes.AclDocument.decode(p, d).acls,
+                                 lambda acls, _p=path: self._cache_acls({_p: acls or ()}))
         return True
 
     def _cache_acls(self, docs: Mapping[str, tuple[AclBinding, ...]]) -> None:

@@ -50,7 +50,7 @@ class ZkQuotaConfigs:
 
     def _start_quotas(self) -> None:
         self.client.ensure_path(znodes.CONFIG_CLIENTS)
-        self.client.ChildrenWatch(znodes.CONFIG_CLIENTS, self._on_clients)
+        self.client.ChildrenWatch(znodes.CONFIG_CLIENTS, functools.partial(self._on_quota_children, None))
 
     def _watch_user_clients(self, user: str) -> None:
         # an exists-watch: /clients may come and go; its children are user/client-id quotas
@@ -64,39 +64,18 @@ class ZkQuotaConfigs:
             self._children_watched.discard(path)   # its ChildrenWatch ended with the node
         elif path not in self._children_watched:
             self._children_watched.add(path)
-            self.client.ChildrenWatch(path, functools.partial(self._on_user_clients, user))
+            self.client.ChildrenWatch(path, functools.partial(self._on_quota_children, user))
         return True
 
-    def _on_user_clients(self, user: str, children) -> bool:
+    def _on_quota_children(self, user: str | None, children) -> bool:
+        """The client ids under ``/config/clients`` (``user`` None) or a user's ``/clients``."""
         if self._stopped:
             return False
         for child in children:
             entity = (user, entity_name(child))
-            self._watch(znodes.quota_entity_path(entity), functools.partial(self._on_quota_entity, entity))
-        return True
-
-    def _on_clients(self, children) -> bool:
-        if self._stopped:
-            return False
-        for child in children:
-            entity = (None, entity_name(child))
-            self._watch(znodes.quota_entity_path(entity), functools.partial(self._on_quota_entity, entity))
-        return True
-
-    def _on_quota_entity(self, entity: QuotaEntity, data, _stat) -> bool:
-        """A client's or a user/client-id pair's quotas changed (AlterClientQuotas through any broker)."""
-        if self._stopped:
-            return False
-        path = znodes.quota_entity_path(entity)
-        try:
-            doc = znodes.EntityConfig.decode(path, data).config if data else {}
-        except znodes.ZnodeDataError as e:
-            log.warning("ignoring unreadable quotas: %s", e)
-            return True
-        self._cache_quota_entity(entity, doc)
-        if data is None:
-            self._watched.discard(path)
-            return False
+            # its quotas (AlterClientQuotas through any broker)
+            self._watch_document(znodes.quota_entity_path(entity), znodes.EntityConfig.configs_of,
+                                 functools.partial(self._cache_quota_entity, entity))
         return True
 
     def _cache_quota_entity(self, entity: QuotaEntity, configs: Mapping[str, str]) -> None:

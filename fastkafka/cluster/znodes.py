@@ -403,6 +403,10 @@ class EntityConfig:
         doc = _load(data, path, (1,))
         return cls({str(k): str(v) for k, v in (doc.get("config") or {}).items()})
 
+    @classmethod
+    def configs_of(cls, path: str, data: bytes | None) -> Mapping[str, str]:
+        return cls.decode(path, data).config
+
 
 @dataclass(frozen=True)
 class AclDocument:

@@ -12,49 +12,9 @@ from fastkafka import protocol as P
 from fastkafka.protocol import ApiKey
 from fastkafka.server.handlers.admin import MAX_PARTITIONS_PER_REQUEST
 
+from raw_client import RawClient as Raw, recv_exact
+
 pytestmark = pytest.mark.timeout(60)
-
-
-class Raw:
-    """A minimal blocking Kafka client: send requests (pipelined if you like), read responses."""
-
-    def __init__(self, broker):
-        self.sock = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
-        self.corr = 0
-        self.sent = []
-
-    def send(self, key, version, body):
-        self.corr += 1
-        self.sock.sendall(P.encode_request(key, version, self.corr, body, "raw-test"))
-        self.sent.append((key, version, self.corr))
-        return self.corr
-
-    def _exact(self, n):
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by broker")
-            buf += chunk
-        return bytes(buf)
-
-    def recv(self):
-        key, version, corr = self.sent.pop(0)
-        (n,) = struct.unpack(">i", self._exact(4))
-        got_corr, resp = P.decode_response(key, version, self._exact(n))
-        assert got_corr == corr
-        return resp
-
-    def call(self, key, version, body):
-        self.send(key, version, body)
-        return self.recv()
-
-    def closed(self, timeout=5):
-        self.sock.settimeout(timeout)
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
 
 
 def produce_body(topic, partition, recs, acks=1):
@@ -82,7 +42,7 @@ def part(resp):
 
 def test_pipelined_requests_are_answered_in_order(broker):
     broker.topics.create("pipe", 1)
-    c = Raw(broker)
+    c = Raw(broker.port)
     kinds = []
     for i in range(30):  # mixed APIs, all in flight at once
         if i % 3 == 0:
@@ -103,7 +63,7 @@ def test_pipelined_requests_are_answered_in_order(broker):
 
 def test_acks_zero_sends_nothing_but_appends(broker):
     broker.topics.create("fire", 1)
-    c = Raw(broker)
+    c = Raw(broker.port)
     c.sock.sendall(P.encode_request(ApiKey.PRODUCE, 7, 99, produce_body("fire", 0, batch(b"a", b"b"), acks=0)))
     c.sock.sendall(P.encode_request(ApiKey.PRODUCE, 7, 100, produce_body("nope", 0, batch(b"c"), acks=0)))
     resp = c.call(ApiKey.METADATA, 1, {"topics": [{"name": "fire"}]})  # next bytes answer this
@@ -116,7 +76,7 @@ def test_acks_zero_sends_nothing_but_appends(broker):
 
 def test_produce_errors_per_partition(broker):
     broker.topics.create("errs", 1, configs={"max.message.bytes": "2000"})
-    c = Raw(broker)
+    c = Raw(broker.port)
     body = {"acks": -1, "timeout_ms": 1000, "topic_data": [
         {"name": "errs", "partition_data": [
             {"index": 0, "records": batch(b"ok")},
@@ -138,7 +98,7 @@ def test_produce_errors_per_partition(broker):
 
 def test_legacy_produce_is_stored_as_v2_and_down_converted_for_old_fetchers(broker):
     broker.topics.create("old", 1)
-    c = Raw(broker)
+    c = Raw(broker.port)
     m0 = legacy.build_message_set([(b"k", b"magic0", None)], magic=0)
     m1 = legacy.build_message_set([(None, b"magic1-a", 1000), (None, b"magic1-b", 2000)], magic=1,
                                   compression=legacy.GZIP if hasattr(legacy, "GZIP") else 1)
@@ -159,7 +119,7 @@ def test_legacy_produce_is_stored_as_v2_and_down_converted_for_old_fetchers(brok
 
 def test_fetch_long_poll_is_woken_by_an_append_and_times_out_otherwise(broker):
     broker.topics.create("poll", 1)
-    fetcher, producer = Raw(broker), Raw(broker)
+    fetcher, producer = Raw(broker.port), Raw(broker.port)
     t0 = time.monotonic()
     resp = part(fetcher.call(ApiKey.FETCH, 11, fetch_body("poll", 0, 0, max_wait_ms=300)))
     assert time.monotonic() - t0 >= 0.25 and resp.error_code == 0 and len(resp.records or b"") == 0
@@ -175,7 +135,7 @@ def test_fetch_long_poll_is_woken_by_an_append_and_times_out_otherwise(broker):
 
 def test_fetch_kip74_first_batch_whole_and_offset_out_of_range(broker):
     broker.topics.create("big", 1)
-    c = Raw(broker)
+    c = Raw(broker.port)
     c.call(ApiKey.PRODUCE, 7, produce_body("big", 0, batch(b"x" * 10_000)))
     c.call(ApiKey.PRODUCE, 7, produce_body("big", 0, batch(b"y" * 10)))
     resp = part(c.call(ApiKey.FETCH, 11, fetch_body("big", 0, 0, max_bytes=100)))
@@ -190,7 +150,7 @@ def test_fetch_kip74_first_batch_whole_and_offset_out_of_range(broker):
 
 def test_list_offsets_v0_and_by_timestamp(broker):
     broker.topics.create("lo", 1)
-    c = Raw(broker)
+    c = Raw(broker.port)
     for i in range(5):
         c.call(ApiKey.PRODUCE, 7, produce_body("lo", 0, batch(b"m", ts=1000 * (i + 1))))
     req = lambda ts: {"replica_id": -1, "topics": [{"name": "lo", "partitions": [  # noqa: E731
@@ -205,12 +165,12 @@ def test_list_offsets_v0_and_by_timestamp(broker):
 
 
 def test_unsupported_api_versions_version_gets_error_35_with_ranges(broker):
-    c = Raw(broker)
+    c = Raw(broker.port)
     # ApiVersions v9: the header is flexible, the body unknown; the answer is a v0 body.
     c.sock.sendall(P.encode_request(ApiKey.API_VERSIONS, 3, 5, {}, "x")[:6] + b"\x00\x09"
                    + P.encode_request(ApiKey.API_VERSIONS, 3, 5, {}, "x")[8:])
-    (n,) = struct.unpack(">i", c._exact(4))
-    corr, resp = P.decode_response(ApiKey.API_VERSIONS, 0, c._exact(n))
+    (n,) = struct.unpack(">i", recv_exact(c.sock, 4))
+    corr, resp = P.decode_response(ApiKey.API_VERSIONS, 0, recv_exact(c.sock, n))
     assert corr == 5 and resp.error_code == 35
     ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert ranges[ApiKey.PRODUCE] == (0, 7) and ranges[ApiKey.FETCH] == (0, 11)
@@ -219,14 +179,14 @@ def test_unsupported_api_versions_version_gets_error_35_with_ranges(broker):
 
 def test_unknown_api_and_garbage_close_only_that_connection(broker):
     broker.topics.create("safe", 1)
-    good = Raw(broker)
+    good = Raw(broker.port)
     assert part(good.call(ApiKey.PRODUCE, 7, produce_body("safe", 0, batch(b"before")))).error_code == 0
     for junk in (struct.pack(">ihhi", 8, 999, 0, 1),                 # unknown api key
                  struct.pack(">ihhi", 8, ApiKey.PRODUCE, 42, 1),     # unsupported produce version
                  struct.pack(">i", 3) + b"abc",                      # header too short
                  b"\xff\xff\xff\xf0" + b"x" * 20,                   # negative size
                  b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"):               # HTTP: a ~1.2 GB frame size
-        bad = Raw(broker)
+        bad = Raw(broker.port)
         bad.sock.sendall(junk)
         assert bad.closed()
     assert part(good.call(ApiKey.PRODUCE, 7, produce_body("safe", 0, batch(b"after")))).base_offset == 1
@@ -234,7 +194,7 @@ def test_unknown_api_and_garbage_close_only_that_connection(broker):
 
 def test_more_partitions_than_the_broker_can_map_is_invalid_partitions(broker):
     too_many = MAX_PARTITIONS_PER_REQUEST + 1
-    raw = Raw(broker)
+    raw = Raw(broker.port)
     t0 = time.monotonic()
     resp = raw.call(ApiKey.CREATE_TOPICS, 4, {"topics": [
         {"name": "huge", "num_partitions": too_many, "replication_factor": 1, "assignments": [],
@@ -287,7 +247,7 @@ def test_fuzzed_requests_get_an_answer_or_a_clean_disconnect(broker, data):
             assert chunk
             got += chunk
     s.close()
-    probe = Raw(broker)  # the broker is alive and the log intact
+    probe = Raw(broker.port)  # the broker is alive and the log intact
     assert probe.call(ApiKey.API_VERSIONS, 0, {}).error_code == 0
     log = broker.topics.log("fuzz", 0)
     assert log.read(0, 1 << 20).length >= 0

@@ -2,45 +2,19 @@
 answers and error codes, where the quotas are stored (the metadata file's users entries, shared
 with SCRAM credentials), and that a restart keeps them."""
 import json
-import socket
-import struct
 
 import pytest
 
 from fastkafka import errors
-from fastkafka import protocol as P
 from fastkafka.protocol import ApiKey
 from fastkafka.security import ScramMechanism
 
 from brokers import running_broker
+from raw_client import RawClient as Raw
 
 pytestmark = pytest.mark.timeout(60)
 
 INVALID_REQUEST = errors.InvalidRequestError.code
-
-
-class Raw:
-    def __init__(self, port, client_id="quota-test"):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.client_id = client_id
-        self.corr = 0
-
-    def call(self, key, version, body):
-        self.corr += 1
-        self.sock.sendall(P.encode_request(key, version, self.corr, body, self.client_id))
-        (n,) = struct.unpack(">i", self._exact(4))
-        corr, resp = P.decode_response(key, version, self._exact(n))
-        assert corr == self.corr
-        return resp
-
-    def _exact(self, n):
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by broker")
-            buf += chunk
-        return bytes(buf)
 
 
 def entity(**parts):
@@ -71,7 +45,7 @@ def broker(tmp_path):
 
 @pytest.mark.parametrize("version", [0, 1])
 def test_alter_then_describe_every_kind_of_entity(broker, version):
-    c = Raw(broker.port)
+    c = Raw(broker.port, "quota-test")
     assert alter(c, [(entity(user="alice"), {"producer_byte_rate": 1048576, "consumer_byte_rate": 2097152}),
                      (entity(user=None), {"request_percentage": 12.5}),
                      (entity(client_id="etl"), {"consumer_byte_rate": 4096}),
@@ -105,7 +79,7 @@ def test_alter_then_describe_every_kind_of_entity(broker, version):
 
 
 def test_each_entry_is_checked_on_its_own_and_nothing_of_a_bad_one_is_stored(broker):
-    c = Raw(broker.port)
+    c = Raw(broker.port, "quota-test")
     results = alter(c, [
         (entity(user="ok"), {"producer_byte_rate": 100}),
         (entity(user="bob"), {"producer_byte_rate": 100, "consumer_byte_rate": 1.5}),
@@ -132,14 +106,14 @@ def test_each_entry_is_checked_on_its_own_and_nothing_of_a_bad_one_is_stored(bro
 
 
 def test_validate_only_stores_nothing(broker):
-    c = Raw(broker.port)
+    c = Raw(broker.port, "quota-test")
     assert alter(c, [(entity(client_id="x"), {"producer_byte_rate": 10})], validate_only=True)[0][0] == 0
     assert alter(c, [(entity(client_id="x"), {"producer_byte_rate": 10.5})], validate_only=True)[0][0] == INVALID_REQUEST
     assert describe(c) == {}
 
 
 def test_bad_filters_answer_the_whole_request_with_kafkas_codes(broker):
-    c = Raw(broker.port)
+    c = Raw(broker.port, "quota-test")
     code, message, entries = describe(c, [("user", 5, None)])
     assert (code, entries) == (INVALID_REQUEST, None) and "Unknown match type 5" in message
     assert describe(c, [("group", 2, None)])[0] == errors.UnsupportedVersionError.code
@@ -151,7 +125,7 @@ def test_bad_filters_answer_the_whole_request_with_kafkas_codes(broker):
 def test_quotas_share_the_users_entries_with_scram_credentials_and_survive_a_restart(tmp_path):
     data = tmp_path / "data"
     with running_broker(data) as b:
-        c = Raw(b.port)
+        c = Raw(b.port, "quota-test")
         scram = c.call(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, {"deletions": [], "upsertions": [
             {"name": "alice", "mechanism": ScramMechanism.for_name("SCRAM-SHA-256").type_id, "iterations": 4096,
              "salt": b"s" * 16, "salted_password": b"p" * 32}]})
@@ -173,7 +147,7 @@ def test_quotas_share_the_users_entries_with_scram_credentials_and_survive_a_res
         assert gone.results[0].error_code == 0
         assert json.loads((data / "meta").read_text())["users"]["alice"] == {"producer_byte_rate": "2048"}
     with running_broker(data) as b:
-        c = Raw(b.port)
+        c = Raw(b.port, "quota-test")
         assert describe(c) == {(("user", "alice"),): {"producer_byte_rate": 2048.0},
                                (("user", "quota-only"),): {"consumer_byte_rate": 4096.0},
                                (("user", "alice"), ("client-id", None)): {"request_percentage": 50.0}}

@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-from fastkafka import protocol as P
 from fastkafka import records
 from fastkafka.protocol import ApiKey
 from fastkafka.security.client_quotas import DEFAULT
@@ -18,22 +17,13 @@ from fastkafka.server.quotas import ClientQuotas
 from fastkafka.server.socket_server import SocketServer
 
 from brokers import running_broker
+from raw_client import RawClient, recv_exact
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def frame(body: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
-
-
-def recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return bytes(buf)
 
 
 def recv_frame(sock):
@@ -100,32 +90,6 @@ def test_a_connection_unmuted_early_by_a_past_deadline(server):
 
 # --- the broker --------------------------------------------------------------------------------
 
-class Raw:
-    def __init__(self, port, client_id):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=15)
-        self.client_id = client_id
-        self.corr = 0
-
-    def send(self, key, version, body):
-        self.corr += 1
-        self.sock.sendall(P.encode_request(key, version, self.corr, body, self.client_id))
-
-    def recv(self, key, version):
-        (n,) = struct.unpack(">i", recv_exact(self.sock, 4))
-        corr, resp = P.decode_response(key, version, recv_exact(self.sock, n))
-        assert corr == self.corr
-        return resp
-
-    def call(self, key, version, body):
-        self.send(key, version, body)
-        return self.recv(key, version)
-
-    def timed_call(self, key, version, body):
-        start = time.monotonic()
-        resp = self.call(key, version, body)
-        return resp, time.monotonic() - start
-
-
 def produce(topic, size, acks=1, batches=1):
     recs = b"".join(bytes(records.build_batch([(None, b"v" * (size // batches), [], 1_600_000_000_000)]))
                     for _ in range(batches))
@@ -156,7 +120,7 @@ def set_quotas(broker, entity, **values):
 
 def test_produce_over_quota_answers_at_once_then_mutes(broker):
     set_quotas(broker, (None, DEFAULT), producer_byte_rate=20_000)   # each client id its own rate
-    c = Raw(broker.port, "fast-writer")
+    c = RawClient(broker.port, "fast-writer")
     resp, took = c.timed_call(ApiKey.PRODUCE, 7, produce("t", 30_000))
     throttle = resp.throttle_time_ms
     assert resp.responses[0].partition_responses[0].error_code == 0
@@ -164,13 +128,13 @@ def test_produce_over_quota_answers_at_once_then_mutes(broker):
     _, waited = c.timed_call(*METADATA)                  # muted: read only after the throttle
     assert waited >= throttle / 1000 - took - 0.05
     # another client id is not throttled meanwhile
-    other = Raw(broker.port, "other-writer")
+    other = RawClient(broker.port, "other-writer")
     assert other.call(ApiKey.PRODUCE, 7, produce("t", 5_000)).throttle_time_ms == 0
 
 
 def test_old_produce_versions_get_a_late_response(broker):
     set_quotas(broker, (None, "old-client"), producer_byte_rate=20_000)
-    c = Raw(broker.port, "old-client")
+    c = RawClient(broker.port, "old-client")
     resp, took = c.timed_call(ApiKey.PRODUCE, 2, produce("t", 30_000))   # Produce v2 predates KIP-219
     assert resp.throttle_time_ms >= 300                      # v1+ carries it all the same
     assert took >= resp.throttle_time_ms / 1000 - 0.05
@@ -180,8 +144,8 @@ def test_old_produce_versions_get_a_late_response(broker):
 
 def test_acks_zero_is_muted_without_an_answer(broker):
     set_quotas(broker, ("ANONYMOUS", None), producer_byte_rate=20_000)
-    c = Raw(broker.port, "fire-and-forget")
-    c.send(ApiKey.PRODUCE, 7, produce("t", 40_000, acks=0))
+    c = RawClient(broker.port, "fire-and-forget")
+    c.send(ApiKey.PRODUCE, 7, produce("t", 40_000, acks=0), expect_response=False)
     start = time.monotonic()
     c.call(*METADATA)
     assert time.monotonic() - start >= 0.8                # (40 kB - 20 kB/s) over 1 s: ~1 s of mute
@@ -189,10 +153,10 @@ def test_acks_zero_is_muted_without_an_answer(broker):
 
 
 def test_a_throttled_fetch_is_answered_empty(broker):
-    writer = Raw(broker.port, "writer")
+    writer = RawClient(broker.port, "writer")
     assert writer.call(ApiKey.PRODUCE, 7, produce("t", 30_000, batches=10)).throttle_time_ms == 0
     set_quotas(broker, (None, "reader"), consumer_byte_rate=20_000)
-    c = Raw(broker.port, "reader")
+    c = RawClient(broker.port, "reader")
     offset, throttled, sizes = 0, 0, []
     deadline = time.monotonic() + 20
     while offset < 10 and time.monotonic() < deadline:
@@ -212,21 +176,21 @@ def test_a_throttled_fetch_is_answered_empty(broker):
 
 def test_request_percentage_caps_throttling_at_one_window(broker):
     set_quotas(broker, (None, "busy"), request_percentage=0.001)
-    c = Raw(broker.port, "busy")
+    c = RawClient(broker.port, "busy")
     throttles = [c.call(*METADATA).throttle_time_ms for _ in range(2)]
     assert throttles[0] == 1000                   # far over: capped at quota.window.size.seconds
-    idle = Raw(broker.port, "idle")
+    idle = RawClient(broker.port, "idle")
     assert idle.call(*METADATA).throttle_time_ms == 0
 
 
 def test_quotas_resolve_by_precedence_in_the_broker(broker):
     set_quotas(broker, (None, "app"), producer_byte_rate=1_000_000)
     set_quotas(broker, ("ANONYMOUS", "app"), producer_byte_rate=10_000)   # more specific: wins
-    c = Raw(broker.port, "app")
+    c = RawClient(broker.port, "app")
     assert c.call(ApiKey.PRODUCE, 7, produce("t", 30_000)).throttle_time_ms > 0
     set_quotas(broker, ("ANONYMOUS", "app"))       # removed: the client id's quota applies again
     time.sleep(2.5)                                # (the rate forgets the burst after two windows)
-    c = Raw(broker.port, "app")
+    c = RawClient(broker.port, "app")
     assert c.call(ApiKey.PRODUCE, 7, produce("t", 30_000)).throttle_time_ms == 0
 
 
