@@ -8,16 +8,18 @@ second as a safety net. Reconciling from scratch, rather than acting on individu
 a new controller's take-over the same code as a steady-state change and makes missed or
 repeated watch events harmless.
 
-The rules, per partition:
+The rules per partition are :mod:`fastkafka.cluster.election`'s. The controller also
 
-* no state znode → leader = first live replica (the preferred one when it is up), epoch 0,
-  ISR = the live replicas;
-* a follower's broker died → it leaves the ISR at once (acks=all then waits for the others
-  only), leader and epoch unchanged; the leader adds it back once it has caught up;
-* leader dead → the first live replica that is in the ISR leads (epoch + 1); if none is, the
-  partition goes offline (leader -1, epoch + 1) keeping its ISR, so it comes back with that
-  broker: choosing a replica outside the ISR would silently lose data (no unclean election);
-* ``/admin/delete_topics/<t>`` → delete the topic's znodes, then the marker; brokers delete
+* treats a broker that asks for a controlled shutdown (an ephemeral
+  ``/admin/controlled_shutdown/<id>``, see :class:`ControlledShutdown`) as not eligible: its
+  partitions' leadership moves to another in-sync replica and it leaves every ISR, so it can
+  stop without clients seeing more than a leader change;
+* moves leadership back to the preferred replicas when a broker's share of partitions led by
+  someone else exceeds ``leader.imbalance.per.broker.percentage``, checked every
+  ``leader.imbalance.check.interval.seconds`` (``auto.leader.rebalance.enable``), and on
+  request (:meth:`Controller.elect_leaders`, the ElectLeaders API);
+* elects outside the ISR where ``unclean.leader.election.enable`` (topic, else broker) says so;
+* on ``/admin/delete_topics/<t>`` deletes the topic's znodes, then the marker; brokers delete
   their logs when they see the topic vanish.
 
 Every state write is a transaction that also checks ``/controller_epoch``'s version, so a
@@ -34,11 +36,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
-from . import znodes
+from fastkafka import errors
+from fastkafka.config import ConfigException, KafkaConfig, LogConfig
+
+from . import election, znodes
 
 __all__ = ["Controller"]
 
@@ -50,8 +56,9 @@ SAFETY_RECONCILE_S = 1.0
 class Controller:
     """Thread-safe ``start``/``stop``; ``active`` and ``epoch`` describe this broker's role."""
 
-    def __init__(self, client: KazooClient, broker_id: int, metadata):
+    def __init__(self, client: KazooClient, broker_id: int, metadata, config: KafkaConfig | None = None):
         self.client = client
+        self.config = config if config is not None else KafkaConfig({"broker.id": broker_id})
         self.broker_id = broker_id
         self.metadata = metadata
         self.active = False
@@ -62,6 +69,7 @@ class Controller:
         self._stopped = threading.Event()
         self._lost = threading.Event()
         self._leading: object | None = None   # identifies the current term's watch
+        self._mutex = threading.Lock()         # one decision at a time: reconcile or a requested election
         self._thread = threading.Thread(target=self._run, name=f"fastkafka-controller-{broker_id}", daemon=True)
 
     def start(self) -> None:
@@ -104,8 +112,11 @@ class Controller:
         log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch)
         me = object()
         self._leading = me
-        # deletion markers are the one input the shared metadata cache does not watch
-        self.client.ChildrenWatch(znodes.DELETE_TOPICS, lambda _c: self._wake.set() or self._leading is me)
+        # deletion markers and controlled shutdowns are inputs the shared metadata cache does not watch
+        for path in (znodes.DELETE_TOPICS, znodes.CONTROLLED_SHUTDOWN):
+            self.client.ChildrenWatch(path, lambda _c: self._wake.set() or self._leading is me)
+        rebalance_s = self.config["leader.imbalance.check.interval.seconds"]
+        next_rebalance = time.monotonic() + rebalance_s
         try:
             self._wake.set()
             while not (self._stopped.is_set() or self._lost.is_set()):
@@ -115,6 +126,9 @@ class Controller:
                     break
                 try:
                     self.reconcile()
+                    if self.config["auto.leader.rebalance.enable"] and time.monotonic() >= next_rebalance:
+                        next_rebalance = time.monotonic() + rebalance_s
+                        self._rebalance_leaders()
                 except KazooException as e:
                     log.warning("controller: ZooKeeper error while reconciling (%s); will retry", e)
                     self._stopped.wait(0.2)
@@ -148,54 +162,130 @@ class Controller:
 
     # --- reconciling ---
     def reconcile(self) -> None:
+        with self._mutex:
+            live, eligible = self._brokers()
+            for topic in self.client.get_children(znodes.DELETE_TOPICS):
+                self._delete_topic(topic)
+            for topic, assignment in self._assignments():
+                for p, replicas in sorted(assignment.items()):
+                    read = self._state(topic, p)
+                    if read is None:
+                        self._create_state(topic, p, election.initial(replicas, live, eligible, self.epoch))
+                        continue
+                    state, version = read
+                    # the topic's config is read only when an election out of the ISR is the question
+                    unclean = (state.leader not in live and not any(r in eligible for r in state.isr)
+                               and self._unclean_enabled(topic))
+                    new = election.reconciled(state, replicas, live, eligible, unclean, self.epoch)
+                    if new is None:
+                        continue
+                    if unclean and new.leader != znodes.NO_LEADER:
+                        log.warning("controller: unclean election of %d for %s-%d (ISR was %s): records "
+                                    "only the ISR held are lost", new.leader, topic, p, list(state.isr))
+                    self._write_state(topic, p, new, version)
+
+    def _brokers(self) -> tuple[set[int], set[int]]:
+        """(live brokers, those of them not in controlled shutdown)."""
         c = self.client
         live = {int(b) for b in c.get_children(znodes.BROKER_IDS) if b.isdigit()}
-        for topic in c.get_children(znodes.DELETE_TOPICS):
-            self._delete_topic(topic)
+        leaving = {int(b) for b in c.get_children(znodes.CONTROLLED_SHUTDOWN) if b.isdigit()}
+        return live, live - leaving
+
+    def _assignments(self):
+        """``(topic, {partition: replicas})`` for every topic, read from ZooKeeper."""
+        c = self.client
         for topic in c.get_children(znodes.TOPICS):
             try:
                 data, _ = c.get(znodes.topic_path(topic))
-                assignment = znodes.TopicAssignment.decode(topic, data)
+                yield topic, znodes.TopicAssignment.decode(topic, data).partitions
             except NoNodeError:
                 continue
             except znodes.ZnodeDataError as e:
                 log.warning("controller: skipping topic %s: %s", topic, e)
-                continue
-            for p, replicas in sorted(assignment.partitions.items()):
-                self._elect(topic, p, replicas, live)
 
-    def _elect(self, topic: str, partition: int, replicas: tuple[int, ...], live: set[int]) -> None:
-        c = self.client
-        path = znodes.state_path(topic, partition)
+    def _state(self, topic: str, partition: int) -> tuple[znodes.PartitionState, int] | None:
         try:
-            data, stat = c.get(path)
-            state = znodes.PartitionState.decode(data, path)
+            data, stat = self.client.get(znodes.state_path(topic, partition))
         except NoNodeError:
-            stat = state = None
-        if state is None:
-            leader = next((r for r in replicas if r in live), znodes.NO_LEADER)
-            isr = tuple(r for r in replicas if r in live) or replicas[:1]
-            new = znodes.PartitionState(leader, 0, isr, self.epoch)
-            c.ensure_path(znodes.partition_path(topic, partition))
-            self._commit(lambda t: t.create(path, new.encode()), f"{topic}-{partition}", new)
-            return
-        if state.leader in live:
-            isr = tuple(r for r in state.isr if r in live)
-            if isr != state.isr and state.leader in isr:
-                new = znodes.PartitionState(state.leader, state.leader_epoch, isr, self.epoch)
-                self._commit(lambda t: t.set_data(path, new.encode(), version=stat.version),
-                             f"{topic}-{partition}", new)
-            return
-        in_sync = tuple(r for r in replicas if r in state.isr and r in live)
-        if in_sync:
-            new = znodes.PartitionState(in_sync[0], state.leader_epoch + 1, in_sync, self.epoch)
-        elif state.leader != znodes.NO_LEADER:
-            new = znodes.PartitionState(znodes.NO_LEADER, state.leader_epoch + 1, state.isr, self.epoch)
-        else:
-            return  # offline, and none of its ISR is back yet
-        self._commit(lambda t: t.set_data(path, new.encode(), version=stat.version), f"{topic}-{partition}", new)
+            return None
+        return znodes.PartitionState.decode(data, znodes.state_path(topic, partition)), stat.version
 
-    def _commit(self, op, what: str, new: znodes.PartitionState) -> None:
+    def _unclean_enabled(self, topic: str) -> bool:
+        info = self.metadata.get(topic)
+        try:
+            return LogConfig.from_broker(self.config, info.configs if info else None).unclean_leader_election_enable
+        except ConfigException:
+            return self.config["unclean.leader.election.enable"]
+
+    def _create_state(self, topic: str, partition: int, new: znodes.PartitionState) -> bool:
+        path = znodes.state_path(topic, partition)
+        self.client.ensure_path(znodes.partition_path(topic, partition))
+        return self._commit(lambda t: t.create(path, new.encode()), f"{topic}-{partition}", new)
+
+    def _write_state(self, topic: str, partition: int, new: znodes.PartitionState, version: int) -> bool:
+        path = znodes.state_path(topic, partition)
+        return self._commit(lambda t: t.set_data(path, new.encode(), version=version), f"{topic}-{partition}", new)
+
+    # --- elections on request (ElectLeaders) and by policy (auto.leader.rebalance.enable) ---
+    def elect_leaders(self, election_type: int, partitions=None) -> dict[tuple[str, int], object]:
+        """Run a preferred (0) or unclean (1) election for ``partitions`` (``(topic, partition)``
+        pairs; None: every partition). Returns per partition the new leader's id, or the Kafka
+        error that kept it from being elected (ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+        ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER)."""
+        if not self.active:
+            return {tp: errors.NotControllerError("This is not the correct controller for this cluster.")
+                    for tp in partitions or ()}
+        with self._mutex:
+            live, eligible = self._brokers()
+            assignments = dict(self._assignments())
+            wanted = partitions if partitions is not None else [
+                (t, p) for t, a in assignments.items() for p in a]
+            out: dict[tuple[str, int], object] = {}
+            for tp in wanted:
+                replicas = assignments.get(tp[0], {}).get(tp[1])
+                read = self._state(*tp) if replicas else None
+                if read is None:
+                    out[tp] = errors.UnknownTopicOrPartitionError("The partition does not exist.")
+                    continue
+                state, version = read
+                try:
+                    if election_type == election.UNCLEAN:
+                        new = election.unclean(state, replicas, live, eligible, self.epoch)
+                    else:
+                        new = election.preferred(state, replicas, eligible, self.epoch)
+                except errors.KafkaError as e:
+                    out[tp] = e
+                    continue
+                if self._write_state(*tp, new, version):
+                    out[tp] = new.leader
+                else:
+                    out[tp] = errors.NotControllerError("The election lost a race with another state change; "
+                                                        "retry.")
+            return out
+
+    def _rebalance_leaders(self) -> None:
+        """Kafka's auto leader rebalance: per preferred broker, elect it back on its partitions
+        when more than ``leader.imbalance.per.broker.percentage`` of them are led by others."""
+        limit = self.config["leader.imbalance.per.broker.percentage"] / 100
+        with self._mutex:
+            _, eligible = self._brokers()
+            by_preferred: dict[int, list] = {}
+            for topic, assignment in self._assignments():
+                for p, replicas in assignment.items():
+                    by_preferred.setdefault(replicas[0], []).append((topic, p))
+            wanted = []
+            for broker, tps in by_preferred.items():
+                states = {tp: self.metadata.state(*tp) for tp in tps}
+                away = [tp for tp, st in states.items() if st is not None and st.leader != broker]
+                if len(away) / len(tps) > limit and broker in eligible:
+                    wanted += away
+        if wanted:
+            moved = {tp: r for tp, r in self.elect_leaders(election.PREFERRED, wanted).items() if isinstance(r, int)}
+            if moved:
+                log.info("controller: leaders moved back to their preferred replicas: %s",
+                         ", ".join(f"{t}-{p}" for t, p in sorted(moved)))
+
+    def _commit(self, op, what: str, new: znodes.PartitionState) -> bool:
         t = self.client.transaction()
         t.check(znodes.CONTROLLER_EPOCH, self._epoch_version)
         op(t)
@@ -207,8 +297,9 @@ class Controller:
             self._wake.set()
             if isinstance(results[0], BadVersionError):
                 self._lost.set()  # /controller_epoch moved on: someone else controls the cluster
-            return
+            return False
         log.info("controller: %s leader %d (epoch %d, isr %s)", what, new.leader, new.leader_epoch, list(new.isr))
+        return True
 
     def _delete_topic(self, topic: str) -> None:
         c = self.client

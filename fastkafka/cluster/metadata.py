@@ -308,6 +308,10 @@ class ZkMetadata(ZkQuotaConfigs):
         """Live brokers by id (those with a registration znode)."""
         return MappingProxyType(self._brokers)
 
+    def _racks(self) -> dict[int, str | None]:
+        """Each live broker's ``broker.rack``: what replica assignment spreads over."""
+        return {i: b.rack for i, b in self._brokers.items()}
+
     def assignment(self, topic: str) -> Mapping[int, tuple[int, ...]]:
         return self._assignments.get(topic, MappingProxyType({}))
 
@@ -374,7 +378,7 @@ class ZkMetadata(ZkQuotaConfigs):
         if c.exists(znodes.topic_path(name)):
             raise errors.TopicAlreadyExistsError(f"Topic '{name}' already exists.")
         if assignment is None:
-            assignment = assign_replicas(self._brokers, partitions, replication_factor)
+            assignment = assign_replicas(self._racks(), partitions, replication_factor)
         cfg = znodes.EntityConfig(dict(configs or {})).encode()
         try:
             c.create(znodes.config_topic_path(name), cfg, makepath=True)
@@ -499,8 +503,13 @@ class ZkMetadata(ZkQuotaConfigs):
                     f"to the requested {count}.")
             rf = len(next(iter(current.values()))) if current else 1
             new = dict(current)
-            new.update(assign_replicas(self._brokers, count - len(current), rf,
-                                       start=len(current), first_partition=len(current)))
+            racks = self._racks()
+            ids = sorted(racks)
+            # continue from partition 0's leader, as Kafka does when a topic grows
+            first = current[min(current)][0] if current else ids[0] if ids else 0
+            start = next((i for i, b in enumerate(ids) if b >= first), 0)
+            new.update(assign_replicas(racks, count - len(current), rf, start=start,
+                                       first_partition=len(current)))
             try:
                 self.client.set(znodes.topic_path(name), znodes.TopicAssignment(new).encode(),
                                 version=stat.version)

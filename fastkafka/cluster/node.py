@@ -7,6 +7,7 @@ Start-up is split in two so the broker can fail fast and register last:
 2. :meth:`ClusterNode.register` — once the logs are loaded and the listeners bound:
    ``/brokers/ids/<id>`` (clients may be sent here from now on), then the controller election.
 
+:meth:`ClusterNode.controlled_shutdown` hands this broker's leaderships to other in-sync replicas;
 :meth:`ClusterNode.stop` steps down from the election (another broker takes over at once),
 deletes the registration and closes the session.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 
 from . import session, znodes
+from .controlled_shutdown import ControlledShutdown
 from .controller import Controller
 from .metadata import ZkMetadata
 from .registration import BrokerRegistration
@@ -67,8 +69,14 @@ class ClusterNode:
                                  security_protocols=tuple(sorted(security_protocols.items())))
         self.registration = BrokerRegistration(self.client, info)
         self.registration.register()
-        self.controller = Controller(self.client, self.broker_id, self.metadata)
+        self.controller = Controller(self.client, self.broker_id, self.metadata, self.config)
         self.controller.start()
+
+    def controlled_shutdown(self) -> bool:
+        """Hand this broker's leaderships over before stopping (see :class:`ControlledShutdown`)."""
+        if self.registration is None:
+            return True
+        return ControlledShutdown(self.client, self.broker_id, self.metadata, self.config).run()
 
     def stop(self) -> None:
         if self.controller is not None:

@@ -82,13 +82,16 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_USERS = "/config/users"
 CONFIG_CLIENTS = "/config/clients"
 DELETE_TOPICS = "/admin/delete_topics"
+# fastkafka's own: a broker in controlled shutdown holds an ephemeral child named by its id
+CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
 CONSUMERS = "/consumers"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 #: where each ACL pattern type's documents live (Kafka's LiteralAclStore / ExtendedAclStore)
 ACL_ROOTS = {PatternType.LITERAL: "/kafka-acl", PatternType.PREFIXED: "/kafka-acl-extended/prefixed"}
 
 #: created (empty) by every broker at start-up so watches have a parent to watch
-PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, CONTROLLER, CONSUMERS, "/cluster")
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, CONTROLLED_SHUTDOWN, CONTROLLER, CONSUMERS,
+                    "/cluster")
 
 
 class ZnodeDataError(ValueError):

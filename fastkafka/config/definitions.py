@@ -75,9 +75,9 @@ define("compression.type", STRING, "producer",
 define("min.insync.replicas", INT, 1, at_least(1), "acks=all produce needs this many in-sync replicas "
        "(NOT_ENOUGH_REPLICAS before the append, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank "
        "meanwhile).", topic="min.insync.replicas")
-define("unclean.leader.election.enable", BOOLEAN, False, None, NO_EFFECT_YET + "the controller elects "
-       "only in-sync replicas (true is refused nowhere but changes nothing).",
-       topic="unclean.leader.election.enable")
+define("unclean.leader.election.enable", BOOLEAN, False, None, "When a partition's leader dies and no "
+       "in-sync replica is up, elect the first live replica outside the ISR (what only the ISR held is "
+       "lost) instead of leaving the partition offline.", topic="unclean.leader.election.enable")
 define("log.message.downconversion.enable", BOOLEAN, True, None, NO_EFFECT_YET + "old Fetch versions "
        "are always down-converted.", topic="message.downconversion.enable")
 define("log.message.format.version", STRING, "3.0-IV1", kafka_version, "Deprecated and ignored, as in "
@@ -161,7 +161,18 @@ define("replica.lag.time.max.ms", LONG, 30000, at_least(1), "A follower that has
        "leader's log end for this long leaves the ISR.")
 define("replica.high.watermark.checkpoint.interval.ms", LONG, 5000, at_least(1), "How often each log "
        "dir's replication-offset-checkpoint (high watermarks) is written.")
-define("controlled.shutdown.enable", BOOLEAN, True, None, "Accepted for compatibility.")
+define("controlled.shutdown.enable", BOOLEAN, True, None, "Before stopping, a broker asks the controller "
+       "to move the leadership of its partitions to other in-sync replicas and waits for it.")
+define("controlled.shutdown.max.retries", INT, 3, at_least(1), "Rounds of controlled shutdown before the "
+       "broker stops anyway.")
+define("controlled.shutdown.retry.backoff.ms", LONG, 5000, at_least(0), "How long each round of controlled "
+       "shutdown waits for the leadership moves.")
+define("auto.leader.rebalance.enable", BOOLEAN, True, None, "The controller moves leadership back to the "
+       "preferred replicas when a broker's imbalance exceeds leader.imbalance.per.broker.percentage.")
+define("leader.imbalance.check.interval.seconds", LONG, 300, at_least(1), "How often the controller checks "
+       "the leader imbalance.")
+define("leader.imbalance.per.broker.percentage", INT, 10, at_least(0), "Share of a broker's preferred "
+       "partitions led elsewhere that triggers a preferred leader election.")
 
 
 # --- TLS and SASL (fastkafka.server.listener_security; issue 16). Every one of these may be given per

@@ -3,8 +3,9 @@ stopped in the right order.
 
 Start: check every log dir is writable (a clear error otherwise), load the logs (recovery runs
 here), load the topic registry, bind the listeners (a busy port is a clear error), then accept.
-Stop: stop accepting and finish in-flight requests (waiting fetches are answered), stop the
-handler threads, flush the logs and write the clean-shutdown marker.
+Stop (in cluster mode after a controlled shutdown moved its leaderships): stop accepting and
+finish in-flight requests (waiting fetches are answered), stop the handler threads, flush the
+logs and write the clean-shutdown marker.
 
 Example (in-process, as the tests run it)::
 
@@ -21,6 +22,7 @@ import logging
 import os
 import socket
 import threading
+import time
 
 from fastkafka import errors
 from fastkafka import protocol as P
@@ -166,6 +168,9 @@ class Broker:
         if not self._started:
             return
         log.info("broker %d shutting down", self.broker_id)
+        if self.cluster is not None and self.config["controlled.shutdown.enable"]:
+            self.replicas.leave()           # no longer follows, so no leader takes it back into an ISR
+            self.cluster.controlled_shutdown()
         # answer waiting fetches first so draining processors are not held by them
         self.fetch_purgatory.shutdown()
         with self._coordination_lock:
@@ -220,6 +225,29 @@ class Broker:
         return svc
 
     # --- what handlers ask the broker ---
+    def elect_leaders(self, election_type: int, partitions, timeout_ms: int) -> dict[tuple[str, int], object]:
+        """ElectLeaders: per ``(topic, partition)`` (None: all) the elected leader's id or the
+        Kafka error that prevented it; an elected leader is awaited in this broker's metadata
+        (as Kafka's DelayedElectLeader does) until ``timeout_ms`` (then REQUEST_TIMED_OUT)."""
+        if self.cluster is None:       # one broker leads everything: there is never anyone to elect
+            topics = self.metadata.topics()
+            wanted = partitions if partitions is not None else [
+                (t, p) for t, info in topics.items() for p in range(info.partitions)]
+            return {(t, p): errors.ElectionNotNeededError("Leader election not needed for topic partition.")
+                    if t in topics and 0 <= p < topics[t].partitions
+                    else errors.UnknownTopicOrPartitionError("The partition does not exist.") for t, p in wanted}
+        results = self.cluster.controller.elect_leaders(election_type, partitions)
+        deadline = time.monotonic() + timeout_ms / 1000
+        for tp, leader in results.items():
+            if not isinstance(leader, int):
+                continue
+            while (view := self.metadata.partition(*tp)) is None or view.leader != leader:
+                if time.monotonic() >= deadline:
+                    results[tp] = errors.RequestTimedOutError("The elected leader was not seen in time.")
+                    break
+                time.sleep(0.01)
+        return results
+
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         """``user``'s stored SCRAM credential for ``mechanism`` (None: none, or not loaded yet)."""
         metadata = self.metadata

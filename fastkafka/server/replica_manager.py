@@ -67,6 +67,7 @@ class ReplicaManager:
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._lock = threading.Lock()
+        self._leaving = False      # controlled shutdown: lead until the controller moves it, follow nothing
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"fastkafka-replicas-{self.broker_id}", daemon=True)
@@ -87,6 +88,12 @@ class ReplicaManager:
         for f in fetchers:
             f.stop()
         self.produce_purgatory.shutdown()
+
+    def leave(self) -> None:
+        """Controlled shutdown: stop following, so that no leader re-admits this broker to an ISR
+        the controller is taking it out of; leaderships stay until the controller moves them."""
+        self._leaving = True
+        self._reconcile()
 
     # --- what handlers ask ---
     def get(self, topic: str, partition: int) -> Partition | None:
@@ -148,7 +155,7 @@ class ReplicaManager:
                         if not was_leader:
                             log.info("%s-%d: leader in epoch %d, isr %s", tp[0], tp[1], view.leader_epoch,
                                      list(view.isr))
-                elif view.leader >= 0 and me in view.replicas:
+                elif view.leader >= 0 and me in view.replicas and not self._leaving:
                     if p.become_follower(view.leader, view.leader_epoch, view.replicas, view.isr, version):
                         self._unfollow(tp)
                         log.info("%s-%d: following %d in epoch %d", tp[0], tp[1], view.leader, view.leader_epoch)

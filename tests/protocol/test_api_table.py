@@ -15,6 +15,7 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Descr
            "CreateAcls": 1, "DeleteAcls": 1, "AlterConfigs": 1, "IncrementalAlterConfigs": 1,
            "DescribeProducers": 0,
            "OffsetForLeaderEpoch": 3,   # replication (issue 14): followers truncate by epoch
+           "ElectLeaders": 2,           # preferred and unclean elections (KIP-183, KIP-460)
            # transactions (issue 15); InitProducerId 2+ (flexible) and 3+ (KIP-360 epoch bumps)
            "InitProducerId": 4, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 3, "EndTxn": 3,
            "WriteTxnMarkers": 1, "TxnOffsetCommit": 3, "DescribeTransactions": 0,

@@ -1,7 +1,8 @@
-"""Schemas of the APIs between replicas: OffsetForLeaderEpoch (KIP-101/KIP-279).
+"""Schemas of the replication APIs: OffsetForLeaderEpoch (KIP-101/KIP-279) and ElectLeaders.
 
 A follower (or a KIP-320 consumer) asks the leader where an epoch of its log ends, and truncates
-what it holds beyond that. Notation: see :mod:`fastkafka.protocol.schema`.
+what it holds beyond that. An operator asks the controller to move leadership back to the
+preferred replicas, or to elect out of sync. Notation: see :mod:`fastkafka.protocol.schema`.
 """
 from ..schema import declare
 
@@ -22,4 +23,23 @@ OFFSET_FOR_LEADER_EPOCH = declare(23, "OffsetForLeaderEpoch", max_version=3, fir
         partition            int32   <partition
         leader_epoch         int32   v1+  =-1
         end_offset           int64   =-1
+""")
+
+# KIP-183/KIP-460: elect the preferred replica (type 0) or, for a partition without a live
+# leader, any live replica (type 1, unclean). Answered by the controller.
+ELECT_LEADERS = declare(43, "ElectLeaders", max_version=2, first_flexible=2, request="""
+    election_type            int8    v1+
+    topic_partitions         []      null
+      topic                  string
+      partitions             []int32
+    timeout_ms               int32   =60000
+""", response="""
+    throttle_time_ms         int32
+    error_code               int16   v1+
+    replica_election_results []
+      topic                  string
+      partition_result       []
+        partition_id         int32
+        error_code           int16
+        error_message        string  null
 """)

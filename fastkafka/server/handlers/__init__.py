@@ -12,6 +12,7 @@ from .api_versions import handle_api_versions
 from .client_quotas import CLIENT_QUOTA_RANGES
 from .cluster_admin import CLUSTER_ADMIN_RANGES
 from .configs import handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs
+from .elect_leaders import handle_elect_leaders
 from .fetch import handle_fetch
 from .group import GROUP_RANGES
 from .list_offsets import handle_list_offsets
@@ -39,6 +40,7 @@ RANGES = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (handle_incremental_alter_configs, 0, 1),
     ApiKey.CREATE_PARTITIONS: (handle_create_partitions, 0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (handle_offset_for_leader_epoch, 0, 3),
+    ApiKey.ELECT_LEADERS: (handle_elect_leaders, 0, 2),
 }
 
 RANGES.update(GROUP_RANGES)  # group coordinator, offsets (issue 5: handlers/group.py)

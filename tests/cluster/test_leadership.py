@@ -1,0 +1,170 @@
+"""Leadership moves an operator makes or allows: controlled shutdown, preferred and unclean
+elections (ElectLeaders and auto.leader.rebalance.enable), rack-aware assignment. Real
+ZooKeeper, three real broker processes, confluent-kafka's producer and AdminClient."""
+import signal
+import threading
+import time
+
+import pytest
+from confluent_kafka import ElectionType, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from fastkafka.protocol import ApiKey
+
+from harness import Cluster, wait_for
+from test_cluster import raw_call
+from test_replication import LONG_SESSION_MS, create_replicated, read_all
+
+pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+
+ELECTION_NOT_NEEDED = 84
+NOT_CONTROLLER = 41
+
+
+def leaders(cluster, topic, partitions):
+    return {p: (s.leader if (s := cluster.state(topic, p)) else None) for p in range(partitions)}
+
+
+def elect(admin, kind, topic, partitions):
+    """{partition: None or the KafkaError code} of an ElectLeaders call through confluent-kafka."""
+    result = admin.elect_leaders(kind, [TopicPartition(topic, p) for p in partitions]).result(30)
+    return {tp.partition: None if e is None else e.code() for tp, e in result.items()}
+
+
+def test_controlled_shutdown_moves_leadership_before_the_broker_stops(cluster):
+    """SIGTERM of a broker that leads partitions while an idempotent acks=all producer streams:
+    every leadership moves to another in-sync replica while the broker is still registered (no
+    partition ever goes offline), the producer sees no error, and nothing acknowledged is lost."""
+    create_replicated(cluster, "calm", 4, min_insync_replicas=2)
+    victim = leaders(cluster, "calm", 4)[0]
+    acked, failed, seen = [], [], []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
+                         "linger.ms": 5, "message.timeout.ms": 60000})
+    stop = threading.Event()
+
+    def watch():      # every state the znodes go through, while the victim is still registered
+        while not stop.is_set():
+            registered = victim in cluster.registered()
+            seen.extend((registered, p, s) for p in range(4) if (s := cluster.state("calm", p)))
+            time.sleep(0.02)
+
+    def produce():
+        n = 0
+        while not stop.is_set():
+            producer.produce("calm", str(n).encode(), partition=n % 4,
+                             on_delivery=lambda err, m: (failed if err else acked).append(err or m.value()))
+            producer.poll(0)
+            n += 1
+            time.sleep(0.001)
+        producer.flush(60)
+
+    threads = [threading.Thread(target=watch), threading.Thread(target=produce)]
+    for t in threads:
+        t.start()
+    wait_for(lambda: len(acked) > 200, 30, what="records acknowledged before the shutdown")
+    cluster.brokers[victim].signal(signal.SIGTERM)
+    assert cluster.brokers[victim].wait_exit(60) == 0
+    n_at_exit = len(acked)
+    wait_for(lambda: len(acked) > n_at_exit + 200, 30, what="records acknowledged after the shutdown")
+    stop.set()
+    for t in threads:
+        t.join(90)
+
+    assert not failed, failed[:5]
+    out = cluster.brokers[victim].output()
+    assert "controlled shutdown succeeded" in out, out[-3000:]
+    assert all(s.leader != -1 for _, _, s in seen), "a partition went offline during a controlled shutdown"
+    moved = {p for registered, p, s in seen if registered and s.leader != victim}
+    assert moved == set(range(4)), f"leadership not moved while broker {victim} was registered: {moved}"
+    assert all(victim not in s.isr for registered, _, s in seen[-8:])
+    got = read_all(cluster, "calm", 4)
+    values = [v for p in range(4) for _, v in got[p]]
+    assert sorted(values) == sorted(acked) and len(set(values)) == len(values)
+
+
+def test_preferred_election_on_request_and_errors(cluster):
+    create_replicated(cluster, "pref", 3)
+    preferred = {p: r[0] for p, r in cluster.assignment("pref").items()}
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    assert elect(admin, ElectionType.PREFERRED, "pref", [0, 1, 2]) == dict.fromkeys(range(3), ELECTION_NOT_NEEDED)
+
+    # broker of partition 0's preferred replica restarts: it comes back as a follower
+    moved = preferred[0]
+    cluster.brokers[moved].stop()
+    wait_for(lambda: leaders(cluster, "pref", 3)[0] not in (moved, -1), what="leadership moved away")
+    cluster.brokers[moved].start()
+    wait_for(lambda: all(len(cluster.state("pref", p).isr) == 3 for p in range(3)), 60, what="full ISRs again")
+    away = [p for p, leader in leaders(cluster, "pref", 3).items() if leader != preferred[p]]
+    assert 0 in away
+    res = elect(admin, ElectionType.PREFERRED, "pref", [0, 1, 2])
+    assert all(res[p] is None for p in away) and all(res[p] == ELECTION_NOT_NEEDED for p in res if p not in away)
+    assert leaders(cluster, "pref", 3) == preferred
+
+    # unknown partitions, and a broker that is not the controller
+    res = elect(admin, ElectionType.PREFERRED, "pref", [7])
+    assert res == {7: 3}     # UNKNOWN_TOPIC_OR_PARTITION
+    other = next(b for b in cluster.brokers.values() if b.broker_id != cluster.controller())
+    body = {"election_type": 0, "topic_partitions": [{"topic": "pref", "partitions": [0]}], "timeout_ms": 5000}
+    r = raw_call(other.port, ApiKey.ELECT_LEADERS, 1, body)
+    assert r.replica_election_results[0].partition_result[0].error_code == NOT_CONTROLLER
+
+
+def test_auto_leader_rebalance_moves_leadership_back(ensemble, tmp_path):
+    with Cluster(tmp_path, f"{ensemble.connect}/auto_rebalance", 3,
+                 **{"leader.imbalance.check.interval.seconds": 1}) as cluster:
+        create_replicated(cluster, "auto", 3)
+        preferred = {p: r[0] for p, r in cluster.assignment("auto").items()}
+        victim = preferred[1]
+        cluster.brokers[victim].stop()
+        wait_for(lambda: all(s != victim for s in leaders(cluster, "auto", 3).values()), what="leaders moved")
+        cluster.brokers[victim].start()
+        wait_for(lambda: leaders(cluster, "auto", 3) == preferred, 60, what="preferred leaders restored")
+
+
+def test_unclean_election_only_where_enabled(ensemble, tmp_path):
+    """Leader 1 dies while its only follower 2 is out of the ISR: the partition of a topic with
+    unclean.leader.election.enable=true gets 2 as leader, the other stays offline until an
+    unclean ElectLeaders request."""
+    with Cluster(tmp_path, f"{ensemble.connect}/unclean", 3, **{
+            "replica.lag.time.max.ms": 1000, "zookeeper.session.timeout.ms": LONG_SESSION_MS,
+            "auto.leader.rebalance.enable": "false"}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        # (confluent-kafka's NewTopic refuses a replica assignment: a raw CreateTopics)
+        body = {"timeout_ms": 15000, "topics": [
+            {"name": t, "num_partitions": -1, "replication_factor": -1,
+             "assignments": [{"partition_index": 0, "broker_ids": [1, 2]}],
+             "configs": [{"name": "unclean.leader.election.enable", "value": v}]}
+            for t, v in (("clean", "false"), ("dirty", "true"))]}
+        r = raw_call(cluster.brokers[cluster.controller()].port, ApiKey.CREATE_TOPICS, 4, body)
+        assert [t.error_code for t in r.topics] == [0, 0]
+        for t in ("clean", "dirty"):
+            wait_for(lambda t=t: (s := cluster.state(t, 0)) and s.isr == (1, 2), what=f"{t}: 2 in sync")
+        cluster.brokers[2].signal(signal.SIGSTOP)
+        try:
+            for t in ("clean", "dirty"):
+                wait_for(lambda t=t: cluster.state(t, 0).isr == (1,), what=f"{t}: ISR shrunk to the leader")
+            cluster.brokers[1].kill()
+        finally:
+            cluster.brokers[2].signal(signal.SIGCONT)
+        wait_for(lambda: cluster.state("dirty", 0).leader == 2, 30, what="unclean election of 2")
+        assert cluster.state("dirty", 0).isr == (2,)
+        assert cluster.state("clean", 0).leader == -1
+        time.sleep(2)
+        assert cluster.state("clean", 0).leader == -1, "a clean topic elected outside its ISR"
+        res = elect(admin, ElectionType.UNCLEAN, "clean", [0])
+        assert res == {0: None}
+        assert cluster.state("clean", 0).leader == 2
+        assert elect(admin, ElectionType.UNCLEAN, "clean", [0]) == {0: ELECTION_NOT_NEEDED}
+
+
+def test_rack_aware_assignment(ensemble, tmp_path):
+    """Brokers 1 and 2 in rack a, 3 in rack b: every partition of an RF=2 topic has one replica
+    in each rack."""
+    cluster = Cluster(tmp_path, f"{ensemble.connect}/racks", 3)
+    for i, rack in ((1, "a"), (2, "a"), (3, "b")):
+        cluster.brokers[i].props["broker.rack"] = rack
+    with cluster:
+        create_replicated(cluster, "spread", 6, rf=2)
+        assignment = cluster.assignment("spread")
+        rack = {1: "a", 2: "a", 3: "b"}
+        assert all({rack[b] for b in replicas} == {"a", "b"} for replicas in assignment.values()), assignment
