@@ -44,7 +44,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, N
 from fastkafka import errors
 from fastkafka.config import ConfigException, KafkaConfig, LogConfig
 
-from . import election, znodes
+from . import election, reassignment, znodes
 
 __all__ = ["Controller"]
 
@@ -166,8 +166,10 @@ class Controller:
             live, eligible = self._brokers()
             for topic in self.client.get_children(znodes.DELETE_TOPICS):
                 self._delete_topic(topic)
-            for topic, assignment in self._assignments():
-                for p, replicas in sorted(assignment.items()):
+            for topic, assignment, version in self._assignments():
+                if assignment.adding or assignment.removing:
+                    self._complete_reassignments(topic, assignment, version, eligible)
+                for p, replicas in sorted(assignment.partitions.items()):
                     read = self._state(topic, p)
                     if read is None:
                         self._create_state(topic, p, election.initial(replicas, live, eligible, self.epoch))
@@ -191,13 +193,13 @@ class Controller:
         leaving = {int(b) for b in c.get_children(znodes.CONTROLLED_SHUTDOWN) if b.isdigit()}
         return live, live - leaving
 
-    def _assignments(self):
-        """``(topic, {partition: replicas})`` for every topic, read from ZooKeeper."""
+    def _assignments(self, topics=None):
+        """``(topic, TopicAssignment, znode version)`` for every topic (or those named), read from ZooKeeper."""
         c = self.client
-        for topic in c.get_children(znodes.TOPICS):
+        for topic in c.get_children(znodes.TOPICS) if topics is None else topics:
             try:
-                data, _ = c.get(znodes.topic_path(topic))
-                yield topic, znodes.TopicAssignment.decode(topic, data).partitions
+                data, stat = c.get(znodes.topic_path(topic))
+                yield topic, znodes.TopicAssignment.decode(topic, data), stat.version
             except NoNodeError:
                 continue
             except znodes.ZnodeDataError as e:
@@ -237,7 +239,7 @@ class Controller:
                     for tp in partitions or ()}
         with self._mutex:
             live, eligible = self._brokers()
-            assignments = dict(self._assignments())
+            assignments = {t: a.partitions for t, a, _ in self._assignments()}
             wanted = partitions if partitions is not None else [
                 (t, p) for t, a in assignments.items() for p in a]
             out: dict[tuple[str, int], object] = {}
@@ -270,8 +272,8 @@ class Controller:
         with self._mutex:
             _, eligible = self._brokers()
             by_preferred: dict[int, list] = {}
-            for topic, assignment in self._assignments():
-                for p, replicas in assignment.items():
+            for topic, assignment, _ in self._assignments():
+                for p, replicas in assignment.partitions.items():
                     by_preferred.setdefault(replicas[0], []).append((topic, p))
             wanted = []
             for broker, tps in by_preferred.items():
@@ -285,7 +287,84 @@ class Controller:
                 log.info("controller: leaders moved back to their preferred replicas: %s",
                          ", ".join(f"{t}-{p}" for t, p in sorted(moved)))
 
-    def _commit(self, op, what: str, new: znodes.PartitionState) -> bool:
+    # --- partition reassignment (AlterPartitionReassignments, ListPartitionReassignments) ---
+    def alter_reassignments(self, wanted) -> dict[tuple[str, int], errors.KafkaError | None]:
+        """Start (a replica tuple) or cancel (None) the reassignment of each ``(topic, partition)``
+        in ``wanted``; per partition None or the Kafka error that refused it."""
+        if not self.active:
+            return {tp: errors.NotControllerError("This is not the correct controller for this cluster.")
+                    for tp in wanted}
+        out: dict[tuple[str, int], errors.KafkaError | None] = {}
+        by_topic: dict[str, dict[int, tuple[int, ...] | None]] = {}
+        for (t, p), target in wanted.items():
+            by_topic.setdefault(t, {})[p] = target
+        with self._mutex:
+            live, _ = self._brokers()
+            for topic, changes in by_topic.items():
+                out.update(self._alter_topic(topic, changes, live))
+        self._wake.set()
+        return out
+
+    def _alter_topic(self, topic, changes, live) -> dict:
+        out: dict[tuple[str, int], errors.KafkaError | None] = {}
+        for _ in range(5):       # a concurrent change of the topic znode: start over from it
+            found = list(self._assignments([topic]))
+            if not found:
+                return {(topic, p): errors.UnknownTopicOrPartitionError("The partition does not exist.")
+                        for p in changes}
+            _, a, version = found[0]
+            for p, target in changes.items():
+                try:
+                    if p not in a.partitions:
+                        raise errors.UnknownTopicOrPartitionError("The partition does not exist.")
+                    if target is None:
+                        a = reassignment.cancel(a, p)
+                    elif not set(target) <= live:
+                        raise errors.InvalidReplicaAssignmentError(
+                            f"The proposed replicas {list(target)} include brokers that are not alive.")
+                    else:
+                        a = reassignment.start(a, p, tuple(target))
+                    out[(topic, p)] = None
+                except errors.KafkaError as e:
+                    out[(topic, p)] = e
+            path = znodes.topic_path(topic)
+            if self._commit(lambda t, a=a, v=version: t.set_data(path, a.encode(), version=v),
+                            f"{topic} reassignment", None):
+                return out
+            if self._lost.is_set():
+                break
+        return {(topic, p): errors.NotControllerError("The reassignment lost a race; retry.") for p in changes}
+
+    def list_reassignments(self, wanted=None) -> dict[tuple[str, int], tuple[tuple[int, ...], ...]]:
+        """``{(topic, partition): (replicas, adding, removing)}`` of the reassignments under way
+        (of ``wanted`` partitions, None: all). Raises NOT_CONTROLLER on any other broker."""
+        if not self.active:
+            raise errors.NotControllerError("This is not the correct controller for this cluster.")
+        topics = None if wanted is None else sorted({t for t, _ in wanted})
+        out = {}
+        for topic, a, _ in self._assignments(topics):
+            for p in sorted(set(a.adding) | set(a.removing)):
+                if wanted is None or (topic, p) in wanted:
+                    out[(topic, p)] = (a.partitions[p], a.adding.get(p, ()), a.removing.get(p, ()))
+        return out
+
+    def _complete_reassignments(self, topic, a, version, eligible) -> None:
+        for p in sorted(set(a.adding) | set(a.removing)):
+            read = self._state(topic, p)
+            done = read and reassignment.completed(a, p, read[0], eligible, self.epoch)
+            if not done:
+                continue
+            new_a, new_state = done
+            tpath, spath = znodes.topic_path(topic), znodes.state_path(topic, p)
+
+            def ops(t, new_a=new_a, new_state=new_state, sv=read[1]):
+                t.set_data(tpath, new_a.encode(), version=version)
+                t.set_data(spath, new_state.encode(), version=sv)
+            if self._commit(ops, f"{topic}-{p} reassignment to {list(new_a.partitions[p])}", new_state):
+                self._wake.set()    # one completion per topic and pass: the znode version moved
+            return
+
+    def _commit(self, op, what: str, new: znodes.PartitionState | None) -> bool:
         t = self.client.transaction()
         t.check(znodes.CONTROLLER_EPOCH, self._epoch_version)
         op(t)
@@ -298,7 +377,10 @@ class Controller:
             if isinstance(results[0], BadVersionError):
                 self._lost.set()  # /controller_epoch moved on: someone else controls the cluster
             return False
-        log.info("controller: %s leader %d (epoch %d, isr %s)", what, new.leader, new.leader_epoch, list(new.isr))
+        if new is None:
+            log.info("controller: %s written", what)
+        else:
+            log.info("controller: %s leader %d (epoch %d, isr %s)", what, new.leader, new.leader_epoch, list(new.isr))
         return True
 
     def _delete_topic(self, topic: str) -> None:

@@ -50,6 +50,7 @@ def initial(replicas: tuple[int, ...], live, eligible, controller_epoch: int) ->
 def reconciled(state: PartitionState, replicas: tuple[int, ...], live, eligible, unclean: bool,
                controller_epoch: int) -> PartitionState | None:
     """The state a partition should move to now, or None to leave it as it is."""
+    eligible = {r for r in replicas if r in eligible}   # a replica a reassignment removed leaves the ISR
     if state.leader in eligible:
         isr = tuple(r for r in state.isr if r in eligible)
         if isr != state.isr and state.leader in isr:

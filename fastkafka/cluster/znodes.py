@@ -299,31 +299,55 @@ class BrokerInfo:
 
 @dataclass(frozen=True)
 class TopicAssignment:
-    """``/brokers/topics/<t>``: the replica list of every partition (the first is the preferred leader).
+    """``/brokers/topics/<t>``: the replica list of every partition (the first is the preferred
+    leader) and, while a partition is being reassigned (KIP-455, version 2), the replicas being
+    added and removed: ``partitions`` then holds the target and the original replicas together.
 
-    >>> a = TopicAssignment({0: (1,), 1: (2,)})
-    >>> TopicAssignment.decode("t", a.encode()).partitions[1]
-    (2,)
+    >>> a = TopicAssignment({0: (1,), 1: (2, 3, 1)}, adding={1: (2, 3)}, removing={1: (1,)})
+    >>> b = TopicAssignment.decode("t", a.encode())
+    >>> b.partitions[1], b.target(1), b.target(0)
+    ((2, 3, 1), (2, 3), (1,))
     """
 
     partitions: Mapping[int, tuple[int, ...]]
+    adding: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
     def encode(self) -> bytes:
-        return _dump({"version": 1,
-                      "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())}})
+        doc = {"version": 1, "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())}}
+        if self.adding or self.removing:
+            doc.update(version=2, adding_replicas={str(p): list(r) for p, r in sorted(self.adding.items())},
+                       removing_replicas={str(p): list(r) for p, r in sorted(self.removing.items())})
+        return _dump(doc)
 
     @classmethod
     def decode(cls, topic: str, data: bytes | None) -> "TopicAssignment":
         doc = _load(data, topic_path(topic), (1, 2))
         try:
-            parts = {int(p): tuple(int(b) for b in r) for p, r in doc["partitions"].items()}
-        except (KeyError, TypeError, ValueError, AttributeError):
+            maps = [{int(p): tuple(int(b) for b in r) for p, r in (doc.get(k) or {}).items()}
+                    for k in ("partitions", "adding_replicas", "removing_replicas")]
+        except (TypeError, ValueError, AttributeError):
             raise ZnodeDataError(f"{topic_path(topic)}: bad partitions map") from None
-        return cls(parts)
+        if "partitions" not in doc:
+            raise ZnodeDataError(f"{topic_path(topic)}: bad partitions map")
+        return cls(*maps)
 
     @property
     def count(self) -> int:
         return len(self.partitions)
+
+    def reassigning(self, partition: int) -> bool:
+        return partition in self.adding or partition in self.removing
+
+    def target(self, partition: int) -> tuple[int, ...]:
+        """The replicas the partition will have once its reassignment completes."""
+        removing = self.removing.get(partition, ())
+        return tuple(r for r in self.partitions[partition] if r not in removing)
+
+    def original(self, partition: int) -> tuple[int, ...]:
+        """The replicas the partition had before its reassignment (what a cancellation restores)."""
+        adding = self.adding.get(partition, ())
+        return tuple(r for r in self.partitions[partition] if r not in adding)
 
 
 @dataclass(frozen=True)

@@ -225,6 +225,11 @@ class Broker:
         return svc
 
     # --- what handlers ask the broker ---
+    @property
+    def controller(self):
+        """This broker's Controller in cluster mode (active or not), None when embedded."""
+        return self.cluster.controller if self.cluster is not None else None
+
     def elect_leaders(self, election_type: int, partitions, timeout_ms: int) -> dict[tuple[str, int], object]:
         """ElectLeaders: per ``(topic, partition)`` (None: all) the elected leader's id or the
         Kafka error that prevented it; an elected leader is awaited in this broker's metadata
@@ -236,7 +241,7 @@ class Broker:
             return {(t, p): errors.ElectionNotNeededError("Leader election not needed for topic partition.")
                     if t in topics and 0 <= p < topics[t].partitions
                     else errors.UnknownTopicOrPartitionError("The partition does not exist.") for t, p in wanted}
-        results = self.cluster.controller.elect_leaders(election_type, partitions)
+        results = self.controller.elect_leaders(election_type, partitions)
         deadline = time.monotonic() + timeout_ms / 1000
         for tp, leader in results.items():
             if not isinstance(leader, int):

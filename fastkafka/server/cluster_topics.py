@@ -81,7 +81,8 @@ class ClusterTopicManager(TopicManager):
         self._metadata.add_listener(self.sync)
 
     def sync(self) -> None:
-        """Open logs newly assigned here; delete those of topics that no longer exist."""
+        """Open logs newly assigned here; delete those of topics that no longer exist and of
+        partitions no longer assigned here."""
         me = self.broker_id
         md = self._metadata
         with self._lock:
@@ -102,18 +103,21 @@ class ClusterTopicManager(TopicManager):
                     if (name, p) not in parts:
                         parts[(name, p)] = self._open(name, p, cfg)
                         opened.append((name, p))
-            gone = [tp for tp in parts if tp[0] not in topics]
+            # the topic was deleted, or a reassignment moved the partition off this broker
+            gone = [tp for tp in parts if tp[0] not in topics
+                    or me not in md.assignment(tp[0]).get(tp[1], (me,))]
             for tp in gone:
                 del parts[tp]
             self._partitions = parts
             for tp in gone:
-                self._log_configs.pop(tp[0], None)
-                self._applied.pop(tp[0], None)
+                if tp[0] not in topics:
+                    self._log_configs.pop(tp[0], None)
+                    self._applied.pop(tp[0], None)
                 self._logs.delete_log(*tp)
         if opened:
             log.info("opened %d partition log(s) assigned to broker %d", len(opened), me)
         for t, p in gone:
-            log.info("deleted the log of %s-%d (topic deleted)", t, p)
+            log.info("deleted the log of %s-%d (topic deleted or replica moved away)", t, p)
 
     # --- changes ---
     def live_brokers(self):

@@ -148,7 +148,8 @@ class ReplicaManager:
                     continue
                 version = md.state_version(*tp)
                 if view.leader == me:
-                    if p.role != LEADER or p.leader_epoch != view.leader_epoch or version > p.zk_version:
+                    if (p.role != LEADER or p.leader_epoch != view.leader_epoch or version > p.zk_version
+                            or p.replicas != view.replicas):      # a reassignment adds followers
                         was_leader = p.role == LEADER
                         p.become_leader(view.leader_epoch, view.replicas, view.isr, version, now)
                         self._unfollow(tp)

@@ -1,6 +1,7 @@
 """Leadership moves an operator makes or allows: controlled shutdown, preferred and unclean
 elections (ElectLeaders and auto.leader.rebalance.enable), rack-aware assignment. Real
 ZooKeeper, three real broker processes, confluent-kafka's producer and AdminClient."""
+import os
 import signal
 import threading
 import time
@@ -168,3 +169,71 @@ def test_rack_aware_assignment(ensemble, tmp_path):
         assignment = cluster.assignment("spread")
         rack = {1: "a", 2: "a", 3: "b"}
         assert all({rack[b] for b in replicas} == {"a", "b"} for replicas in assignment.values()), assignment
+
+
+def test_reassignment_under_load_moves_a_partition_without_loss(ensemble, tmp_path):
+    """kafka-python's AdminClient moves partition 0 of an RF=2 topic to other brokers while an
+    idempotent acks=all producer streams: the new replica catches up, the assignment becomes the
+    target, the removed broker deletes its copy, and no acknowledged record is lost. A
+    reassignment towards a stopped broker is listed while under way and can be cancelled."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTP
+
+    with Cluster(tmp_path, f"{ensemble.connect}/reassign", 3,
+                 **{"zookeeper.session.timeout.ms": LONG_SESSION_MS}) as cluster:
+        create_replicated(cluster, "moving", 2, rf=2)
+        original = cluster.assignment("moving")[0]
+        target = tuple(b for b in (1, 2, 3) if b != original[0])        # moves the preferred leader away
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        acked, failed = [], []
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
+                             "linger.ms": 5})
+        stop = threading.Event()
+
+        def produce():
+            n = 0
+            while not stop.is_set():
+                producer.produce("moving", str(n).encode(), partition=n % 2,
+                                 on_delivery=lambda err, m: (failed if err else acked).append(err or m.value()))
+                producer.poll(0)
+                n += 1
+                time.sleep(0.0005)
+            producer.flush(60)
+
+        t = threading.Thread(target=produce)
+        t.start()
+        try:
+            wait_for(lambda: len(acked) > 500, 30, what="records before the move")
+            assert admin.alter_partition_reassignments({KTP("moving", 0): list(target)}) == {KTP("moving", 0): None}
+            wait_for(lambda: cluster.assignment("moving")[0] == target, 60, what="the reassignment completed")
+            n = len(acked)
+            wait_for(lambda: len(acked) > n + 500, 30, what="records after the move")
+        finally:
+            stop.set()
+            t.join(90)
+        assert not failed, failed[:5]
+        assert admin.list_partition_reassignments() == {}
+        st = cluster.state("moving", 0)
+        assert st.leader in target and set(st.isr) <= set(target)
+        removed = cluster.brokers[original[0]]
+        wait_for(lambda: not os.path.exists(os.path.join(removed.log_dir, "moving-0")), what="the old copy deleted")
+        got = read_all(cluster, "moving", 2)
+        values = [v for p in range(2) for _, v in got[p]]
+        assert sorted(values) == sorted(acked) and len(set(values)) == len(values)
+
+        # a move towards a stopped broker waits, is listed, and is cancelled
+        spare = next(b for b in (1, 2, 3) if b not in cluster.assignment("moving")[1])
+        replicas1 = cluster.assignment("moving")[1]
+        cluster.brokers[spare].signal(signal.SIGSTOP)
+        try:
+            admin.alter_partition_reassignments({KTP("moving", 1): list(replicas1) + [spare]})
+            ongoing = admin.list_partition_reassignments()
+            assert ongoing[KTP("moving", 1)]["adding_replicas"] == [spare], ongoing
+            assert admin.alter_partition_reassignments({KTP("moving", 1): None}) == {KTP("moving", 1): None}
+            assert admin.list_partition_reassignments() == {}
+            assert cluster.assignment("moving")[1] == replicas1
+        finally:
+            cluster.brokers[spare].signal(signal.SIGCONT)
+        res = admin.alter_partition_reassignments({KTP("moving", 1): None})
+        assert res[KTP("moving", 1)].errno == 85          # NO_REASSIGNMENT_IN_PROGRESS
+        admin.close()

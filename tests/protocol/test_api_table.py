@@ -16,6 +16,7 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Descr
            "DescribeProducers": 0,
            "OffsetForLeaderEpoch": 3,   # replication (issue 14): followers truncate by epoch
            "ElectLeaders": 2,           # preferred and unclean elections (KIP-183, KIP-460)
+           "AlterPartitionReassignments": 0, "ListPartitionReassignments": 0,    # KIP-455
            # transactions (issue 15); InitProducerId 2+ (flexible) and 3+ (KIP-360 epoch bumps)
            "InitProducerId": 4, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 3, "EndTxn": 3,
            "WriteTxnMarkers": 1, "TxnOffsetCommit": 3, "DescribeTransactions": 0,

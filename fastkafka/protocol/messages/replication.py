@@ -43,3 +43,43 @@ ELECT_LEADERS = declare(43, "ElectLeaders", max_version=2, first_flexible=2, req
         error_code           int16
         error_message        string  null
 """)
+
+# KIP-455: move partitions to other replicas (null replicas cancel), and list the moves under way.
+ALTER_PARTITION_REASSIGNMENTS = declare(45, "AlterPartitionReassignments", max_version=0, first_flexible=0,
+                                        request="""
+    timeout_ms               int32   =60000
+    topics                   []
+      name                   string
+      partitions             []
+        partition_index      int32
+        replicas             []int32 null  =null
+""", response="""
+    throttle_time_ms         int32
+    error_code               int16
+    error_message            string  null  =null
+    responses                []      <topics
+      name                   string  <name
+      partitions             []      <partitions
+        partition_index      int32   <partition_index
+        error_code           int16
+        error_message        string  null  =null
+""")
+
+LIST_PARTITION_REASSIGNMENTS = declare(46, "ListPartitionReassignments", max_version=0, first_flexible=0,
+                                       request="""
+    timeout_ms               int32   =60000
+    topics                   []      null  =null
+      name                   string
+      partition_indexes      []int32
+""", response="""
+    throttle_time_ms         int32
+    error_code               int16
+    error_message            string  null  =null
+    topics                   []
+      name                   string
+      partitions             []
+        partition_index      int32
+        replicas             []int32
+        adding_replicas      []int32
+        removing_replicas    []int32
+""")

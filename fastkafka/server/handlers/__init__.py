@@ -19,6 +19,7 @@ from .list_offsets import handle_list_offsets
 from .metadata import handle_metadata
 from .offset_for_leader_epoch import handle_offset_for_leader_epoch
 from .produce import handle_produce
+from .reassignment import handle_alter_partition_reassignments, handle_list_partition_reassignments
 from .sasl import SASL_RANGES
 from .scram_credentials import SCRAM_CREDENTIAL_RANGES
 from .transactions import TRANSACTION_RANGES
@@ -41,6 +42,8 @@ RANGES = {
     ApiKey.CREATE_PARTITIONS: (handle_create_partitions, 0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (handle_offset_for_leader_epoch, 0, 3),
     ApiKey.ELECT_LEADERS: (handle_elect_leaders, 0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (handle_alter_partition_reassignments, 0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (handle_list_partition_reassignments, 0, 0),
 }
 
 RANGES.update(GROUP_RANGES)  # group coordinator, offsets (issue 5: handlers/group.py)
