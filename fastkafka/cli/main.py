@@ -22,6 +22,9 @@ TOOLS = {
     "configs": ("fastkafka.cli.configs", "describe and change topic and broker configs"),
     "log-dirs": ("fastkafka.cli.log_dirs", "describe each broker's log directories and partition sizes"),
     "acls": ("fastkafka.cli.acls", "add, remove and list ACLs (kafka-acls.sh)"),
+    "reassign": ("fastkafka.cli.reassign", "move partitions between brokers (kafka-reassign-partitions.sh)"),
+    "leader-election": ("fastkafka.cli.leader_election", "elect preferred or unclean leaders "
+                        "(kafka-leader-election.sh)"),
     "produce": ("fastkafka.cli.produce", "produce lines from stdin or files"),
     "consume": ("fastkafka.cli.consume", "consume records"),
     "groups": ("fastkafka.cli.groups", "list and describe consumer groups"),
@@ -37,7 +40,8 @@ def available() -> dict[str, tuple[str, str]]:
 
 def usage(tools: dict[str, tuple[str, str]]) -> str:
     lines = ["usage: fastkafka COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, (_, help_) in tools.items()]
+    width = max(map(len, tools), default=0)
+    lines += [f"  {name:<{width}} {help_}" for name, (_, help_) in tools.items()]
     lines += ["", "`fastkafka COMMAND --help` explains each command; `fastkafka --version` prints the version."]
     return "\n".join(lines)
 

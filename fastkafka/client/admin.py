@@ -24,7 +24,7 @@ from fastkafka.security.acl import (AclBinding, AclBindingFilter, AclOperation, 
                                     ResourceType)
 
 from .config import ClientConfig
-from .metadata import Cluster, TopicInfo
+from .metadata import BrokerInfo, Cluster, TopicInfo, retry_call
 
 __all__ = ["AdminClient", "TOPIC_RESOURCE", "BROKER_RESOURCE"]
 
@@ -304,6 +304,121 @@ class AdminClient:
                 _check(m.error_code, "delete ACLs", m.error_message)
                 removed[_acl_binding(m, m)] = None
         return list(removed)
+
+    # -- leadership and reassignment (answered by the controller) --------------------------
+
+    def describe_cluster(self) -> dict[int, BrokerInfo]:
+        """The live brokers, ``{id: BrokerInfo(node_id, host, port, rack)}`` in id order.
+
+        Example::
+
+            {b: info.rack for b, info in admin.describe_cluster().items()}   # {1: 'a', 2: 'b', 3: None}
+        """
+        self.cluster.refresh([])
+        return dict(sorted(self.cluster.brokers.items()))
+
+    def _at_controller(self, api_key: int, body: dict, not_controller, at_least: int = 0):
+        """``api_key``'s answer from the controller. Metadata may name a broker that has just
+        stopped being it; that broker answers NOT_CONTROLLER (``not_controller(resp)`` says so)
+        and the request goes again to the controller fresh Metadata names, as in Kafka's admin
+        client, up to ``retries`` times."""
+        def once():
+            conn = self._controller()
+            resp = conn.request(api_key, body, conn.version(api_key, at_least))
+            if not_controller(resp):
+                raise errors.NotControllerError(f"broker {conn.node_id} is not the controller")
+            return resp
+        return retry_call(once, self.config)
+
+    def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None = None
+                      ) -> dict[tuple[str, int], errors.KafkaError | None]:
+        """ElectLeaders of type 0 (PREFERRED: the first replica leads again) or 1 (UNCLEAN: a
+        partition without a live leader gets one from outside its ISR) for ``partitions``
+        (None: every partition). ``{(topic, partition): None (elected) or the error}``, e.g.
+        ElectionNotNeededError when the right replica already leads (with None, such partitions
+        are left out, as Kafka's broker does), PreferredLeaderNotAvailableError,
+        UnknownTopicOrPartitionError. Needs ALTER on the cluster (else the call raises
+        ClusterAuthorizationFailedError).
+
+        Example::
+
+            admin.elect_leaders(0, [("orders", 0), ("orders", 1)])
+            # {('orders', 0): None, ('orders', 1): ElectionNotNeededError(...)}
+        """
+        wanted = None if partitions is None else list(dict.fromkeys(partitions))
+        by_topic: dict[str, list[int]] = {}
+        for t, p in wanted or ():
+            by_topic.setdefault(t, []).append(p)
+        body = {"election_type": election_type, "timeout_ms": self.timeout_ms, "topic_partitions": None
+                if wanted is None else [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+        def refused(resp):
+            return any(p.error_code == errors.NotControllerError.code
+                       for r in resp.replica_election_results for p in r.partition_result)
+        # v0 has no election type: every election there is a preferred one
+        resp = self._at_controller(ApiKey.ELECT_LEADERS, body, refused, at_least=1 if election_type else 0)
+        _check(getattr(resp, "error_code", 0), "elect leaders")
+        out = {}
+        for r in resp.replica_election_results:
+            for p in r.partition_result:
+                out[r.topic, p.partition_id] = (errors.for_code(p.error_code)(p.error_message or "")
+                                                if p.error_code else None)
+        self.cluster.invalidate()
+        return out
+
+    def alter_partition_reassignments(self, reassignments: dict[tuple[str, int], list[int] | None]
+                                      ) -> dict[tuple[str, int], errors.KafkaError | None]:
+        """Start moving each ``(topic, partition)`` to its new replica list (the first one the
+        preferred leader), or cancel its reassignment under way (None), as KIP-455's
+        AlterPartitionReassignments. ``{(topic, partition): None (started / cancelled) or the
+        error}``: InvalidReplicaAssignmentError (a broker not alive, a repeated one),
+        NoReassignmentInProgressError (nothing to cancel), UnknownTopicOrPartitionError. The
+        data moves afterwards: :meth:`list_partition_reassignments` shows what is still under
+        way. Needs ALTER on the cluster.
+
+        Example::
+
+            admin.alter_partition_reassignments({("orders", 0): [2, 3], ("orders", 1): None})
+            # {('orders', 0): None, ('orders', 1): NoReassignmentInProgressError(...)}
+        """
+        by_topic: dict[str, list] = {}
+        for (t, p), replicas in reassignments.items():
+            by_topic.setdefault(t, []).append({"partition_index": p,
+                                               "replicas": None if replicas is None else list(replicas)})
+        body = {"timeout_ms": self.timeout_ms, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        resp = self._at_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body,
+                                   lambda r: r.error_code == errors.NotControllerError.code)
+        _check(resp.error_code, "alter partition reassignments", resp.error_message)
+        out = {}
+        for r in resp.responses:
+            for p in r.partitions:
+                out[r.name, p.partition_index] = (errors.for_code(p.error_code)(p.error_message or "")
+                                                  if p.error_code else None)
+        self.cluster.invalidate()
+        return out
+
+    def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None = None
+                                     ) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+        """The reassignments under way (of ``partitions``; None: all), as ``{(topic, partition):
+        (replicas, adding, removing)}``: ``replicas`` is every replica the partition has while it
+        moves (the target ones first), ``adding`` those still catching up, ``removing`` those
+        that go once they have. Needs DESCRIBE on the cluster.
+
+        Example::
+
+            admin.list_partition_reassignments()
+            # {('orders', 0): ([2, 3, 1], [3], [1])}
+        """
+        by_topic: dict[str, list[int]] = {}
+        for t, p in partitions or ():
+            by_topic.setdefault(t, []).append(p)
+        body = {"timeout_ms": self.timeout_ms, "topics": None if partitions is None else [
+            {"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
+        resp = self._at_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, body,
+                                   lambda r: r.error_code == errors.NotControllerError.code)
+        _check(resp.error_code, "list partition reassignments", resp.error_message)
+        return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+                for t in resp.topics for p in t.partitions}
 
     # -- offsets --------------------------------------------------------------------------
 

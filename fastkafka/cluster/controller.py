@@ -233,10 +233,13 @@ class Controller:
         """Run a preferred (0) or unclean (1) election for ``partitions`` (``(topic, partition)``
         pairs; None: every partition). Returns per partition the new leader's id, or the Kafka
         error that kept it from being elected (ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
-        ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER)."""
+        ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER). Asked for
+        every partition anywhere but on the controller, raises NOT_CONTROLLER."""
         if not self.active:
+            if partitions is None:
+                raise errors.NotControllerError("This is not the correct controller for this cluster.")
             return {tp: errors.NotControllerError("This is not the correct controller for this cluster.")
-                    for tp in partitions or ()}
+                    for tp in partitions}
         with self._mutex:
             live, eligible = self._brokers()
             assignments = {t: a.partitions for t, a, _ in self._assignments()}

@@ -24,7 +24,10 @@ def handle_elect_leaders(ctx, req):
                    for tp in wanted or ()}
     else:
         top = 0
-        results = ctx.broker.elect_leaders(req.election_type, wanted, req.timeout_ms)
+        try:
+            results = ctx.broker.elect_leaders(req.election_type, wanted, req.timeout_ms)
+        except errors.NotControllerError as e:     # all partitions, asked of another broker
+            top, results = e.code, {}
         if wanted is None:
             results = {tp: r for tp, r in results.items() if not isinstance(r, errors.ElectionNotNeededError)}
     by_topic: dict[str, list] = {}
