@@ -29,6 +29,8 @@ Example::
     (0, 1200)
     >>> cache.end_offset_for(3, log_end_offset=2000)     # the latest epoch ends at the log end
     (3, 2000)
+    >>> cache.epoch_for_offset(1199), cache.epoch_for_offset(1200)
+    (0, 3)
     >>> LeaderEpochCache(cache.dir, log_end_offset=2000).entries()    # read back from the file
     [(0, 0), (3, 1200)]
 """
@@ -90,6 +92,13 @@ class LeaderEpochCache:
         """The epoch of the latest entry, -1 when there is none."""
         with self._lock:
             return self._entries[-1][0] if self._entries else UNDEFINED_EPOCH
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """The epoch that wrote ``offset``: that of the latest entry starting at or before it, -1
+        when none does (Kafka's epochForOffset; ListOffsets answers it with the offset found)."""
+        with self._lock:
+            i = bisect.bisect_right([s for _, s in self._entries], offset)
+            return self._entries[i - 1][0] if i else UNDEFINED_EPOCH
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """The OffsetForLeaderEpoch answer ``(epoch, end_offset)``: ``epoch`` is the largest cached

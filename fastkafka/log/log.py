@@ -7,7 +7,8 @@ and a summary -- producer state, compaction keys, rolls and errors are decided h
 summary, never by walking the bytes again. ``Log.read`` resolves an offset to a file region
 through an immutable snapshot of the segment list and the mmap'd index — bytes are never read
 into Python. Transactions (markers, the last stable offset, the aborted-transaction index) are
-the half in transactions.py, which Log inherits.
+the half in transactions.py, which Log inherits; moving the log's start and end (retention,
+DeleteRecords, truncation) is truncation.py's, inherited the same way.
 
 Thread-safety: appends, rolls, flushes' bookkeeping, truncation and deletions are serialized by
 ``self._lock``. Reads never take it: they binary-search the current copy-on-write snapshot and
@@ -35,7 +36,6 @@ from .._core import records as _records
 from ..records import keyless_in_compressed
 from .._core.segment import SegmentFile
 from ..config import LogConfig
-from . import retention
 from .leader_epochs import LeaderEpochCache
 from .lookup import first_record_at_or_after
 from .files import FileCache
@@ -44,6 +44,7 @@ from .scheduler import Scheduler, wall_clock_ms
 from .segment import LogSegment
 from .segments import LogSegments
 from .transactions import TransactionalLog
+from .truncation import LogTruncation
 
 _validate = _records.validate
 _AS_FOLLOWER = _ap.AS_FOLLOWER
@@ -104,7 +105,7 @@ def parse_topic_partition(dir_name: str) -> tuple[str, int]:
     return topic, int(part)
 
 
-class Log(TransactionalLog):
+class Log(TransactionalLog, LogTruncation):
     """The log of one partition. See the module docstring for thread rules."""
 
     def __init__(self, dir: str, config: LogConfig | None = None, *, files: FileCache | None = None,
@@ -297,8 +298,33 @@ class Log(TransactionalLog):
         cache updated from them. A batch cut off at the end (fetches may end inside one) is left
         for the next fetch; None when no batch was whole. Raises ReplicaDivergedError when they
         do not continue this log (the follower must truncate first) and the errors of
-        :meth:`append` for bad bytes."""
-        return self.append(buf, -1, _follower=True)
+        :meth:`append` for bad bytes.
+
+        One batch that begins below the log end is taken: the first one copied into a log that
+        holds nothing (its end is its start), when it holds the log start -- the leader's log
+        start fell inside it (DeleteRecords) and the leader's fetch answers the whole batch. The
+        log then starts its segment at the batch's base offset, its log start offset staying
+        (Kafka's Partition.appendRecordsToFollowerOrFutureReplica), and its first epoch at the
+        log start, as on the leader."""
+        try:
+            return self.append(buf, -1, _follower=True)
+        except errors.ReplicaDivergedError:
+            if not self._restart_at_first_batch(buf):
+                raise
+        info = self.append(buf, -1, _follower=True)
+        self.leader_epochs.truncate_from_start(self.log_start_offset)
+        return info
+
+    def _restart_at_first_batch(self, buf) -> bool:
+        with self._lock:
+            end = self._st.next_offset
+            if end != self.log_start_offset:
+                return False
+            h = _records.read_header(buf)
+            if not h.base_offset < end <= h.base_offset + h.last_offset_delta:
+                return False
+            self.truncate_fully_and_start_at(h.base_offset, log_start_offset=end)
+            return True
 
     def _record(self, buf, r) -> LogAppendInfo | None:
         """What policy notes of a written set (under the lock): its idempotent batches, and for
@@ -490,69 +516,7 @@ class Log(TransactionalLog):
                     start = i
         return [entries[i][0] for i in range(start, -1, -1)][:max_num]
 
-    # --- retention, DeleteRecords, truncation ---
-    def delete_old_segments(self, now: int | None = None) -> int:
-        """Delete whole segments past retention (time, size) or below the log start offset —
-        never the active one. Files are renamed ``.deleted`` and removed after
-        file.delete.delay.ms, so readers of an old snapshot finish. Returns segments deleted."""
-        now = self.clock() if now is None else now
-        with self._lock:
-            gone = retention.deletable_segments(list(self._segments), self.config, now, self.log_start_offset)
-            if not gone:
-                return 0
-            self._segments.remove(gone)
-            self.log_start_offset = max(self.log_start_offset, self._segments.first.base_offset)
-            self.leader_epochs.truncate_from_start(self.log_start_offset)
-            for seg in gone:
-                seg.rename_to_deleted()
-        self._schedule_removal(gone)
-        return len(gone)
-
-    def _schedule_removal(self, gone: list[LogSegment]) -> None:
-        def remove() -> None:
-            for seg in gone:
-                seg.remove_files()
-        self.scheduler.schedule(self.config.file_delete_delay_ms, remove)
-
-    def delete_records(self, offset: int) -> int:
-        """DeleteRecords: advance the log start offset to ``offset`` (-1: the high watermark) and
-        drop segments wholly below it. Returns the new log start offset (low watermark)."""
-        with self._lock:
-            if offset == -1:
-                offset = self._st.high_watermark
-            if offset < 0 or offset > self._st.high_watermark:
-                raise errors.OffsetOutOfRangeError(
-                    f"cannot delete records before {offset}: high watermark is {self._st.high_watermark}")
-            self.log_start_offset = max(self.log_start_offset, offset)
-        self.delete_old_segments()
-        return self.log_start_offset
-
-    def truncate_to(self, offset: int) -> None:
-        """Drop every record at or after ``offset`` (a follower diverging; tests). Thread-safe."""
-        with self._lock:
-            if offset >= self._st.next_offset:
-                return
-            offset = max(offset, self.log_start_offset)
-            segs = list(self._segments)
-            gone = [s for s in segs if s.base_offset >= offset and s is not segs[0]]
-            keep = [s for s in segs if s not in gone]
-            last = keep[-1]
-            segs[-1].detach_appender()
-            pos = last.position_of(offset)
-            if not last.active:
-                last.make_active()    # reopened writable, untrimmed
-            if pos is not None:
-                last.truncate_to(pos, offset)
-            self._segments.remove(gone)
-            last.attach_appender(self._st)   # its file, cursor and indexes changed
-            for s in gone:
-                s.rename_to_deleted()
-            self._st.next_offset = offset
-            self._st.high_watermark = min(self._st.high_watermark, offset)
-            self.recovery_point = min(self.recovery_point, offset)
-            self.leader_epochs.truncate_from_end(offset)
-            self._load_producer_state(rebuild_index=False)   # snapshots above offset go too
-        self._schedule_removal(gone)
+    # --- retention, DeleteRecords, truncation: truncation.py (LogTruncation) ---
 
     # --- lifecycle ---
     def close(self) -> None:

@@ -7,13 +7,24 @@ leader and cuts its log there, so a tail the old leader never committed is dropp
 anything new is appended after it. Without an epoch to ask about it truncates to its high
 watermark, as Kafka does. Then it fetches: one Fetch with ``replica_id`` = this broker for all
 its partitions, long-polled (``replica.fetch.wait.max.ms``), appending what comes exactly as
-the leader stored it (``Log.append_as_follower``) and taking the leader's high watermark
-(bounded by its own log end). Its next fetch offset tells the leader how far it got, which is
+the leader stored it (``Log.append_as_follower``), taking the leader's high watermark
+(bounded by its own log end) and the leader's log start offset (bounded by its high
+watermark: segments below it are deleted, so retention and DeleteRecords on the leader are
+retention on every replica). Its next fetch offset tells the leader how far it got, which is
 how the leader's high watermark and ISR move.
+
+OFFSET_OUT_OF_RANGE (Kafka's ``AbstractFetcherThread.fetchOffsetAndTruncate``): the fetcher
+asks the leader for its log end (ListOffsets latest, as a replica: the log end, not the high
+watermark). A log that ends past it (an unclean election made a shorter log the leader's) is
+truncated there. Otherwise it asks for the leader's log start (ListOffsets earliest): a log
+that ends below it -- retention or DeleteRecords ran on the leader while this replica was away
+-- holds nothing the leader can continue, so it is dropped whole and starts again at the
+leader's log start (``Log.truncate_fully_and_start_at``); else the leader's log has grown
+meanwhile and the next fetch simply goes on from this log's end.
 
 Errors: a connection failure backs off ``replica.fetch.backoff.ms`` and reconnects; a
 partition the leader no longer leads (or does not know, or whose epoch moved) pauses until the
-replica manager hands it over again with the new leader; OFFSET_OUT_OF_RANGE truncates again.
+replica manager hands it over again with the new leader.
 
 Example (a single broker as the leader, a bare Log as the copy)::
 
@@ -55,6 +66,8 @@ log = logging.getLogger("fastkafka.server.replication")
 _NONE = 0
 _OUT_OF_RANGE = errors.OffsetOutOfRangeError.code
 UNDEFINED_EPOCH = -1
+LATEST_TIMESTAMP = -1      # ListOffsets: the leader's log end (asked as a replica)
+EARLIEST_TIMESTAMP = -2    # ListOffsets: the leader's log start
 
 
 class _FetchState:
@@ -170,22 +183,24 @@ class ReplicaFetcher:
         log.info("replica fetcher %d->%d: %s-%d paused (%s)", self.broker_id, self.leader_id, tp[0], tp[1], why)
 
     # --- one request for many partitions, and its answers ---
-    def _request(self, conn: BrokerConnection, api_key: int, parts, entry, **fields):
-        """``api_key`` for ``parts`` grouped by topic (``entry(partition, state, log)`` each)."""
+    def _request(self, conn: BrokerConnection, api_key: int, parts, entry, *, topic_field: str = "topic",
+                 **fields):
+        """``api_key`` for ``parts`` grouped by topic (``entry(partition, state, log)`` each;
+        the topic's name in ``topic_field``)."""
         by_topic: dict[str, list] = {}
         for (t, p), st in parts.items():
             lg = self._logs(t, p)
             if lg is not None:
                 by_topic.setdefault(t, []).append(entry(p, st, lg))
-        return conn.request(api_key, dict(fields, topics=[dict(topic=t, partitions=ps)
+        return conn.request(api_key, dict(fields, topics=[{topic_field: t, "partitions": ps}
                                                           for t, ps in by_topic.items()]))
 
-    def _answers(self, topics, parts, partition_field: str):
-        """``(tp, state, log, error_code)`` per answered partition still followed here; a
+    def _answers(self, topics, parts, partition_field: str, topic_field: str = "topic"):
+        """``(tp, state, log, partition answer)`` per answered partition still followed here; a
         partition the leader refuses (other than OFFSET_OUT_OF_RANGE) is paused instead."""
         for t in topics:
             for p in t.partitions:
-                tp = (t.topic, getattr(p, partition_field))
+                tp = (getattr(t, topic_field), getattr(p, partition_field))
                 st, lg = parts.get(tp), self._logs(*tp)
                 if st is None or lg is None:
                     continue
@@ -225,9 +240,10 @@ class ReplicaFetcher:
             forgotten_topics_data=[], rack_id="")
         if resp.error_code:
             raise errors.for_code(resp.error_code)("fetch from the leader failed")
-        for _tp, st, lg, p in self._answers(resp.responses, parts, "partition_index"):
+        out_of_range = {}
+        for tp, st, lg, p in self._answers(resp.responses, parts, "partition_index"):
             if p.error_code == _OUT_OF_RANGE:
-                st.truncated = False     # the leader's log moved under us: compare again
+                out_of_range[tp] = st
                 continue
             if p.records:
                 try:
@@ -237,3 +253,41 @@ class ReplicaFetcher:
                     st.truncated = False
                     continue
             lg.update_high_watermark(min(p.high_watermark, lg.log_end_offset))
+            if p.log_start_offset > lg.log_start_offset:
+                # Kafka's follower takes max(its own, the leader's); never past what it has
+                # committed (a leader's start is at most its high watermark, so this only
+                # waits for this replica's high watermark to catch up)
+                lg.maybe_increment_log_start_offset(min(p.log_start_offset, lg.high_watermark))
+        if out_of_range:
+            self._reset_out_of_range(conn, out_of_range)
+
+    # --- OFFSET_OUT_OF_RANGE ---
+    def _reset_out_of_range(self, conn: BrokerConnection, parts) -> None:
+        """Where each log goes on after the leader found its fetch offset out of range (the
+        module docstring; Kafka's fetchOffsetAndTruncate)."""
+        behind = {}
+        for tp, st, lg, leader_end in self._leader_offsets(conn, parts, LATEST_TIMESTAMP):
+            if leader_end < lg.log_end_offset:
+                log.warning("replica fetcher %d->%d: %s-%d ends at %d, past the leader's end %d: truncating there",
+                            self.broker_id, self.leader_id, tp[0], tp[1], lg.log_end_offset, leader_end)
+                lg.truncate_to(leader_end)
+            else:
+                behind[tp] = st
+        for tp, _st, lg, leader_start in self._leader_offsets(conn, behind, EARLIEST_TIMESTAMP):
+            if leader_start > lg.log_end_offset:
+                log.warning("replica fetcher %d->%d: %s-%d ends at %d, below the leader's log start %d: "
+                            "starting over there", self.broker_id, self.leader_id, tp[0], tp[1],
+                            lg.log_end_offset, leader_start)
+                lg.truncate_fully_and_start_at(leader_start)
+
+    def _leader_offsets(self, conn: BrokerConnection, parts, timestamp: int):
+        """``(tp, state, log, offset)`` from the leader's ListOffsets for ``timestamp``, asked as
+        this replica (so latest is the leader's log end), fenced by the epoch followed."""
+        if not parts:
+            return
+        resp = self._request(conn, ApiKey.LIST_OFFSETS, parts, lambda p, st, lg: dict(
+            partition_index=p, current_leader_epoch=st.epoch, timestamp=timestamp, max_num_offsets=1),
+            topic_field="name", replica_id=self.broker_id, isolation_level=0)
+        for tp, st, lg, p in self._answers(resp.topics, parts, "partition_index", topic_field="name"):
+            if p.error_code == _NONE and p.offset >= 0:
+                yield tp, st, lg, p.offset

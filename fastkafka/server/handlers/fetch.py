@@ -17,7 +17,9 @@ re-reads, and the deadline answers with whatever is there.
 Followers (``replica_id`` >= 0, cluster mode) read up to the log end instead of the high
 watermark, and each fetch offset tells the replica manager how far the follower got (which moves
 the high watermark and the ISR). ``current_leader_epoch`` (v9+) older than the partition's
-answers FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+answers FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (on a single broker the partition's
+epoch is 0, as Metadata says; the check is leader.py's, shared with ListOffsets and
+OffsetForLeaderEpoch).
 
 READ_COMMITTED (v4+) reads up to the last stable offset (below every open transaction) and
 lists the aborted transactions of what it returns, from the segments' aborted-transaction
@@ -80,7 +82,7 @@ def _read_all(ctx, req) -> _Read:
             try:
                 if not allowed:
                     raise errors.TopicAuthorizationFailedError(f"not authorized to read {t.topic}")
-                lg = leader_log(ctx, replicas, t.topic, p.partition, p.current_leader_epoch)
+                lg = leader_log(ctx, t.topic, p.partition, p.current_leader_epoch)
                 if follower >= 0:
                     replicas.follower_fetched(t.topic, p.partition, follower, p.fetch_offset)
                 hw, start = lg.high_watermark, lg.log_start_offset

@@ -13,7 +13,10 @@ CREATE on the cluster or on the topic (Kafka's KafkaApis).
 
 Cluster mode (``zookeeper.connect``): the brokers are every registered broker, the controller is
 the elected one, and each partition carries the leader, replicas and ISR the controller wrote; a
-partition without a leader answers LEADER_NOT_AVAILABLE so clients retry. Auto-creation waits
+partition without a leader answers LEADER_NOT_AVAILABLE so clients retry. The leader epoch (v7+)
+is the one Fetch, ListOffsets and OffsetForLeaderEpoch fence ``current_leader_epoch`` against
+(handlers/leader.py): the state znode's in cluster mode, ``EMBEDDED_LEADER_EPOCH`` (0) on a
+single broker, where every log's leader-epoch cache holds that one epoch from its start. Auto-creation waits
 (bounded) for the controller to elect the new partitions' leaders.
 """
 from __future__ import annotations
@@ -22,7 +25,7 @@ from fastkafka import errors
 from fastkafka.cluster.embedded import validate_topic_name
 
 from ..authorizer import CLUSTER_NAME, TOPIC, AclOperation, ResourceType
-from ..topics import INTERNAL_TOPICS
+from ..topics import EMBEDDED_LEADER_EPOCH, INTERNAL_TOPICS
 
 __all__ = ["handle_metadata", "live_brokers"]
 
@@ -51,7 +54,8 @@ def _topic(ctx, info, ops_asked: bool):
     if broker.cluster is not None:
         parts = _cluster_partitions(resp_cls, broker.metadata, info)
     else:
-        parts = [resp_cls.Topics.Partitions(error_code=_NONE, partition_index=p, leader_id=me, leader_epoch=0,
+        parts = [resp_cls.Topics.Partitions(error_code=_NONE, partition_index=p, leader_id=me,
+                                            leader_epoch=EMBEDDED_LEADER_EPOCH,
                                             replica_nodes=[me], isr_nodes=[me], offline_replicas=[])
                  for p in range(info.partitions)]
     return resp_cls.Topics(error_code=_NONE, name=info.name, is_internal=info.name in INTERNAL_TOPICS,

@@ -5,8 +5,12 @@ fetches; a consumer asks with the epoch of the last record it read to detect a t
 The answer is ``(epoch, end offset)`` from the leader-epoch cache: the log end for the current
 epoch, the start of the next one for an older epoch, ``(-1, -1)`` when the cache cannot say.
 ``current_leader_epoch`` (v2+) fences requests with stale metadata (FENCED_LEADER_EPOCH /
-UNKNOWN_LEADER_EPOCH); only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere). A follower
-(``replica_id`` >= 0, v3+) needs CLUSTER_ACTION on the cluster, a consumer DESCRIBE on each topic.
+UNKNOWN_LEADER_EPOCH, checked first, on a single broker against its epoch 0 too); only the
+leader answers, a follower's question or a consumer's (NOT_LEADER_OR_FOLLOWER elsewhere). The
+latest epoch ends at the log end offset for both, not the high watermark: Kafka's
+``LeaderEpochFileCache.endOffsetFor`` answers the log end, and a consumer, which never read past
+the high watermark, sees no truncation there either way. A follower (``replica_id`` >= 0, v3+)
+needs CLUSTER_ACTION on the cluster, a consumer DESCRIBE on each topic.
 """
 from __future__ import annotations
 
@@ -19,7 +23,6 @@ __all__ = ["handle_offset_for_leader_epoch"]
 
 def handle_offset_for_leader_epoch(ctx, req):
     cls = ctx.codec.api.response
-    replicas = ctx.broker.replicas
     from_replica = ctx.version >= 3 and req.replica_id >= 0
     if from_replica:
         require_cluster(ctx, AclOperation.CLUSTER_ACTION)
@@ -31,7 +34,7 @@ def handle_offset_for_leader_epoch(ctx, req):
             try:
                 if not from_replica:
                     require_topic(ctx, AclOperation.DESCRIBE, t.topic)
-                lg = leader_log(ctx, replicas, t.topic, p.partition, p.current_leader_epoch)
+                lg = leader_log(ctx, t.topic, p.partition, p.current_leader_epoch)
                 kw["leader_epoch"], kw["end_offset"] = lg.leader_epochs.end_offset_for(p.leader_epoch,
                                                                                        lg.log_end_offset)
             except Exception as e:
