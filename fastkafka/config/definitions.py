@@ -241,7 +241,15 @@ define("quota.window.size.seconds", INT, 1, at_least(1), "The time span of each 
 
 # --- the group coordinator, __consumer_offsets and producer ids (owned by the coordinator; issue 5) ---
 define("offsets.topic.num.partitions", INT, 50, at_least(1), "Partitions of __consumer_offsets (fixed once created).")
-define("offsets.topic.replication.factor", INT, 1, at_least(1), "Replication factor of __consumer_offsets.")
+define("offsets.topic.replication.factor", INT, 3, at_least(1), "Replication factor of __consumer_offsets "
+       "in cluster mode: until this many brokers are alive the topic is not created and FindCoordinator answers "
+       "COORDINATOR_NOT_AVAILABLE (set it to 1 for a cluster of fewer brokers). The embedded single broker "
+       "always uses 1, as single-broker Kafka setups set it to 1.")
+define("offsets.commit.required.acks", INT, -1, between(-1, 1), "Acks an offset commit or group metadata write "
+       "waits for before it is answered: -1, every in-sync replica of its __consumer_offsets partition (the "
+       "default; do not lower it); 0 or 1, the leader's own append.")
+define("offsets.commit.timeout.ms", INT, 5000, at_least(1), "How long an offset commit or group metadata "
+       "write waits for its acks; REQUEST_TIMED_OUT (a rebalance: REBALANCE_IN_PROGRESS) after that.")
 define("offsets.topic.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), "Segment size of __consumer_offsets (small, so compaction runs often).")
 define("offsets.topic.compression.codec", INT, 0, between(0, 4), "Compression of __consumer_offsets batches (0 none).")
 define("offsets.retention.minutes", INT, 10080, at_least(1), "Keep committed offsets of an empty group this long.")
@@ -261,8 +269,9 @@ define("producer.id.block.size", INT, 1000, at_least(1), "fastkafka only: produc
 # --- the transaction coordinator and __transaction_state (fastkafka.coordinator.transactions; issue 15) ---
 define("transaction.state.log.num.partitions", INT, 50, at_least(1), "Partitions of __transaction_state "
        "(fixed once created): a transactional.id's coordinator leads partition hash(id) % this.")
-define("transaction.state.log.replication.factor", INT, 1, at_least(1), "Replication factor of "
-       "__transaction_state.")
+define("transaction.state.log.replication.factor", INT, 3, at_least(1), "Replication factor of "
+       "__transaction_state in cluster mode (which serves no transactions yet). The embedded single broker "
+       "always uses 1, as single-broker Kafka setups set it to 1.")
 define("transaction.state.log.min.isr", INT, 1, at_least(1), "min.insync.replicas of __transaction_state.")
 define("transaction.state.log.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), "Segment size of "
        "__transaction_state (small, so compaction runs often).")

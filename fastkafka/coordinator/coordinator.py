@@ -7,7 +7,14 @@ and SyncGroup answers are *delayed responses*: the caller passes a ``callback`` 
 when the rebalance completes (another member's request, or a tick). Callbacks always run
 outside the coordinator's lock, so they may send on sockets or call back in.
 
+Offset commits answer the same way when given a callback (without one the call waits): they,
+and the group metadata a rebalance writes, count only once replicated (the store calls back; in
+cluster mode when the ``__consumer_offsets`` partition's high watermark passes them).
 Everything else answers directly with Kafka error codes (0 for none). Thread-safe: one lock.
+
+In cluster mode the broker coordinates only the groups of the partitions it leads
+(``partition_error``); :meth:`GroupCoordinator.load_partitions` and
+:meth:`GroupCoordinator.unload_partitions` follow leadership as it comes and goes.
 
 Example (two members, one rebalance)::
 
@@ -34,8 +41,8 @@ import uuid
 from typing import Callable
 
 from .. import errors
-from .formats import OffsetAndMetadata
 from .group_admin import GroupAdmin
+from .group_offsets import GroupOffsets
 from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, GroupMetadata,
                     MemberMetadata)
 from .manager import GroupMetadataManager
@@ -53,7 +60,7 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class GroupCoordinator(GroupAdmin):
+class GroupCoordinator(GroupAdmin, GroupOffsets):
     """Membership, generations and offsets of every group this broker coordinates."""
 
     def __init__(self, manager: GroupMetadataManager, *, clock: Callable[[], int] = wall_clock_ms,
@@ -68,11 +75,16 @@ class GroupCoordinator(GroupAdmin):
         self.retention_check_interval_ms = offsets_retention_check_interval_ms
         self._next_retention_check = clock() + offsets_retention_check_interval_ms
         self._lock = threading.RLock()
+        self._depth = 0               # nested _locked calls (a write completing inside one)
         self._outbox: list[tuple[Callable, object]] = []
         self.active = True
-        #: cluster mode: whether this broker coordinates a ``__consumer_offsets`` partition's groups
-        #: (it leads the partition); None means every partition (embedded)
-        self.owns_partition: Callable[[int], bool] | None = None
+        #: cluster mode: the error the groups of a ``__consumer_offsets`` partition get here — 0
+        #: when this broker leads it (and coordinates them), NOT_COORDINATOR when another does,
+        #: COORDINATOR_LOAD_IN_PROGRESS while it becomes leader, COORDINATOR_NOT_AVAILABLE while
+        #: the topic does not exist. None means every partition is this broker's (embedded).
+        self.partition_error: Callable[[int], int] | None = None
+        # a write completes on the store's thread: its continuation takes the lock like a request
+        manager.guard = lambda fn: (lambda code: self._locked(fn, code))
 
     @classmethod
     def create(cls, store, *, clock: Callable[[], int] = wall_clock_ms,
@@ -102,13 +114,26 @@ class GroupCoordinator(GroupAdmin):
     # --- plumbing: one lock, callbacks fired after it is released ---
     def _locked(self, fn, *args):
         with self._lock:
+            self._depth += 1
             try:
                 result = fn(*args)
             finally:
-                outbox, self._outbox = self._outbox, []
+                self._depth -= 1
+                outbox = []
+                if self._depth == 0:      # only the outermost call, once the lock is let go
+                    outbox, self._outbox = self._outbox, []
         for callback, value in outbox:
             callback(value)
         return result
+
+    @staticmethod
+    def _wait(start: Callable[[Callable], None]):
+        """``start(callback)``, then wait for the callback's value (a caller without a callback
+        of its own; the store's commit timeout bounds the wait)."""
+        done, box = threading.Event(), []
+        start(lambda value: (box.append(value), done.set()))
+        done.wait()
+        return box[0]
 
     def _respond(self, callback: Callable | None, value) -> None:
         if callback is not None:
@@ -124,17 +149,36 @@ class GroupCoordinator(GroupAdmin):
         for p in partitions:
             self._locked(self.manager.load_partition, p)
 
+    def unload_partitions(self, partitions) -> None:
+        """Forget the groups of partitions whose leadership this broker lost (Kafka's
+        onResignation): their parked JoinGroup/SyncGroup requests get NOT_COORDINATOR, and so
+        does every later request (``partition_error``), so clients find the new coordinator."""
+        def unload():
+            for p in partitions:
+                for group in self.manager.unload_partition(p):
+                    self._send_away(group)
+                    group.transition(DEAD, self.clock())   # writes still in flight leave it be
+        self._locked(unload)
+
+    def _send_away(self, group: GroupMetadata) -> None:
+        """Answer the group's parked JoinGroup/SyncGroup requests with NOT_COORDINATOR."""
+        for m in group.members.values():
+            self._respond(m.awaiting_join, JoinResult(E.NotCoordinatorError.code, member_id=m.member_id))
+            self._respond(m.awaiting_sync, SyncResult(E.NotCoordinatorError.code))
+            m.awaiting_join = m.awaiting_sync = None
+
     def _check_available(self, group_id: str) -> int:
         if not self.active:
             return E.CoordinatorNotAvailableError.code
-        if not self._owns(self.manager.partition_for(group_id)):
-            return E.NotCoordinatorError.code      # the client asks FindCoordinator again
-        if self.manager.is_loading(group_id):
-            return E.CoordinatorLoadInProgressError.code
-        return NONE
+        return self._partition_code(self.manager.partition_for(group_id))
 
-    def _owns(self, partition: int) -> bool:
-        return self.owns_partition is None or self.owns_partition(partition)
+    def _partition_code(self, partition: int) -> int:
+        """0 when this coordinator serves the groups of ``partition``, else what they get:
+        NOT_COORDINATOR sends the client to FindCoordinator again."""
+        code = NONE if self.partition_error is None else self.partition_error(partition)
+        if code == NONE and self.manager.unloaded({partition}):
+            return E.CoordinatorLoadInProgressError.code
+        return code
 
     # --- JoinGroup ---
     def join_group(self, group_id: str, member_id: str, group_instance_id: str | None,
@@ -268,11 +312,12 @@ class GroupCoordinator(GroupAdmin):
         member.session_timeout_ms = session_timeout_ms
         member.rebalance_timeout_ms = rebalance_timeout_ms
         if group.is_(STABLE) and unchanged:
-            try:
-                self.manager.store_group(group)
-            except errors.KafkaError as e:
-                return self._respond(callback, JoinResult(e.code, member_id=new_id))
-            return self._respond(callback, self._join_result(group, member))
+            def stored(code):
+                if code or not group.has(new_id):
+                    return self._respond(callback, JoinResult(code or E.UnknownMemberIdError.code,
+                                                              member_id=new_id))
+                self._respond(callback, self._join_result(group, group.get(new_id)))
+            return self.manager.store_group(group, stored)
         self._update_member(group, member, protocols, session_timeout_ms, rebalance_timeout_ms,
                             callback)
         if group.can_rebalance():
@@ -333,10 +378,10 @@ class GroupCoordinator(GroupAdmin):
         group.rebalance_deadline = now + group.max_rebalance_timeout_ms()
 
     def _store_group_quietly(self, group: GroupMetadata) -> None:
-        try:
-            self.manager.store_group(group)
-        except errors.KafkaError as e:      # the in-memory state still holds; clients retry
-            log.warning("cannot store group %s: %s", group.group_id, e)
+        def stored(code):
+            if code:      # the in-memory state still holds; clients retry
+                log.warning("cannot store group %s: error %d", group.group_id, code)
+        self.manager.store_group(group, stored)
 
     def _remove_member(self, group: GroupMetadata, member: MemberMetadata, now: int) -> None:
         group.remove(member.member_id)
@@ -377,19 +422,25 @@ class GroupCoordinator(GroupAdmin):
             return
         for m in group.members.values():
             m.assignment = bytes(assignments.get(m.member_id) or b"")
-        try:
-            self.manager.store_group(group)
-        except errors.KafkaError as e:
-            self._reset_and_abort_sync(group, e.code if e.code > 0 else
-                                       E.CoordinatorNotAvailableError.code)
-            self._prepare_rebalance(group, now)
-            return
-        group.transition(STABLE, now)
-        group.rebalance_deadline = None
-        for m in group.members.values():
-            if m.awaiting_sync is not None:
-                self._respond(m.awaiting_sync, SyncResult(NONE, m.assignment))
-                m.awaiting_sync = None
+        generation = group.generation_id
+
+        def stored(code):
+            # the members hear of the assignment once it is replicated, as Kafka's storeGroup
+            # callback tells them; meanwhile the group may have moved on (or been unloaded)
+            if not group.is_(COMPLETING_REBALANCE) or group.generation_id != generation:
+                return
+            now = self.clock()
+            if code:
+                self._reset_and_abort_sync(group, code)
+                self._prepare_rebalance(group, now)
+                return
+            group.transition(STABLE, now)
+            group.rebalance_deadline = None
+            for m in group.members.values():
+                if m.awaiting_sync is not None:
+                    self._respond(m.awaiting_sync, SyncResult(NONE, m.assignment))
+                    m.awaiting_sync = None
+        self.manager.store_group(group, stored)
 
     def _check_member(self, group_id: str, member_id: str, instance_id: str | None,
                       generation_id: int) -> int:
@@ -484,89 +535,10 @@ class GroupCoordinator(GroupAdmin):
             self._expire(group, self.clock())
         return group
 
-    # --- offsets ---
-    def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
-                       offsets: dict[tuple[str, int], OffsetAndMetadata],
-                       group_instance_id: str | None = None) -> dict[tuple[str, int], int]:
-        """An error code per partition. ``generation_id`` < 0 is a commit outside group management."""
-        return self._locked(self._commit, group_id, member_id or "", generation_id, offsets,
-                            group_instance_id)
-
-    def _commit(self, group_id, member_id, generation_id, offsets, instance_id):
-        code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
-        if not code:
-            group = self._group(group_id)
-            if group is None or group.is_(DEAD):
-                if generation_id < 0:
-                    return self.manager.store_offsets(self.manager.get_or_create(group_id), offsets)
-                code = E.IllegalGenerationError.code
-            elif group.is_static_member_fenced(instance_id, member_id):
-                code = E.FencedInstanceIdError.code
-            elif generation_id < 0 and group.is_(EMPTY):
-                return self.manager.store_offsets(group, offsets)
-            elif group.is_(COMPLETING_REBALANCE):
-                code = E.RebalanceInProgressError.code
-            elif not group.has(member_id):
-                code = E.UnknownMemberIdError.code
-            elif generation_id != group.generation_id:
-                code = E.IllegalGenerationError.code
-            else:
-                member = group.get(member_id)
-                member.heartbeat_deadline = self.clock() + member.session_timeout_ms
-                return self.manager.store_offsets(group, offsets)
-        return {tp: code for tp in offsets}
-
-    def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
-                           offsets: dict[tuple[str, int], OffsetAndMetadata], member_id: str = "",
-                           generation_id: int = -1, group_instance_id: str | None = None
-                           ) -> dict[tuple[str, int], int]:
-        """TxnOffsetCommit: ``offsets`` written into the producer's transaction; they become the
-        group's committed offsets when its COMMIT marker arrives (:meth:`complete_txn`). With
-        KIP-447's member and generation (v3), a zombie member is refused as in OffsetCommit."""
-        return self._locked(self._txn_commit, group_id, producer_id, producer_epoch, offsets,
-                            member_id, generation_id, group_instance_id)
-
-    def _txn_commit(self, group_id, producer_id, producer_epoch, offsets, member_id, generation_id,
-                    instance_id):
-        code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
-        if not code:
-            group = self._group(group_id) or self.manager.get_or_create(group_id)
-            if group.is_(DEAD):
-                code = E.CoordinatorNotAvailableError.code
-            elif group.is_static_member_fenced(instance_id, member_id):
-                code = E.FencedInstanceIdError.code
-            elif member_id and not group.has(member_id):
-                code = E.UnknownMemberIdError.code
-            elif generation_id >= 0 and generation_id != group.generation_id:
-                code = E.IllegalGenerationError.code
-            else:
-                return self.manager.store_offsets(group, offsets, (producer_id, producer_epoch))
-        return {tp: code for tp in offsets}
-
-    def complete_txn(self, producer_id: int, partition: int, commit: bool) -> None:
-        """The transaction coordinator wrote ``producer_id``'s marker to
-        ``__consumer_offsets-<partition>``: its offsets there are committed or dropped."""
-        self._locked(self.manager.complete_txn, producer_id, partition, commit)
-
-    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
-                      ) -> tuple[int, dict[tuple[str, int], OffsetAndMetadata | None]]:
-        """``(error, {tp: committed or None})``; every committed partition when ``partitions`` is None."""
-        return self._locked(self._fetch, group_id, partitions)
-
-    def _fetch(self, group_id, partitions):
-        code = self._check_available(group_id)
-        if code:
-            return code, {tp: None for tp in partitions or ()}
-        return NONE, self.manager.fetch_offsets(group_id, partitions)
-
     def shutdown(self) -> None:
         """Stop answering: parked JoinGroup/SyncGroup requests get NOT_COORDINATOR to go elsewhere."""
         def stop():
             self.active = False
             for group in self.manager.groups.values():
-                for m in group.members.values():
-                    self._respond(m.awaiting_join, JoinResult(E.NotCoordinatorError.code,
-                                                              member_id=m.member_id))
-                    self._respond(m.awaiting_sync, SyncResult(E.NotCoordinatorError.code))
-                    m.awaiting_join = m.awaiting_sync = None
+                self._send_away(group)
         self._locked(stop)

@@ -22,9 +22,10 @@ class GroupAdmin:
         with self._lock:
             if not self.active:
                 return E.CoordinatorNotAvailableError.code, []
-            owned = {p for p in range(self.manager.num_partitions) if self._owns(p)}
-            if self.manager.unloaded(owned):
+            codes = [self._partition_code(p) for p in range(self.manager.num_partitions)]
+            if E.CoordinatorLoadInProgressError.code in codes:
                 return E.CoordinatorLoadInProgressError.code, []
+            owned = {p for p, code in enumerate(codes) if code == NONE}
             return NONE, [(g.group_id, g.protocol_type or "") for g in self.manager.groups.values()
                           if not g.is_(DEAD) and self.manager.partition_for(g.group_id) in owned]
 

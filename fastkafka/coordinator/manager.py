@@ -2,10 +2,16 @@
 
 It owns every :class:`GroupMetadata` and the committed offsets, writes group metadata and offset
 commits as records to the partition ``partition_for(group)`` through an :class:`OffsetsStore`,
-replays those partitions at start-up (answering COORDINATOR_LOAD_IN_PROGRESS meanwhile), and
-expires old offsets (``offsets.retention.minutes``) with tombstones so compaction drops them.
+replays those partitions at start-up or when this broker becomes their leader (answering
+COORDINATOR_LOAD_IN_PROGRESS meanwhile), forgets them when it stops leading them, and expires
+old offsets (``offsets.retention.minutes``) with tombstones so compaction drops them.
 
-It is not thread-safe on its own: the :class:`GroupCoordinator`'s lock guards every call.
+Offset commits and group metadata are acknowledged only once replicated, as Kafka appends them
+with acks=all: their callbacks run when the store says so, and only then do commits enter the
+cache. Tombstones (deletion, expiry) are not waited for (Kafka appends them with acks 0 too).
+
+It is not thread-safe on its own: the :class:`GroupCoordinator`'s lock guards every call, and
+``guard`` wraps each write's completion so that it takes that lock when it arrives later.
 
 Example::
 
@@ -14,7 +20,7 @@ Example::
     >>> m = GroupMetadataManager(store, clock=lambda: 1000)
     >>> m.load_all()
     >>> g = m.get_or_create("g")
-    >>> m.store_offsets(g, {("t", 0): OffsetAndMetadata(5, "", 1000)})
+    >>> m.store_offsets(g, {("t", 0): OffsetAndMetadata(5, "", 1000)}, print)
     {('t', 0): 0}
     >>> m2 = GroupMetadataManager(store, clock=lambda: 2000); m2.load_all()
     >>> m2.get("g").offsets[("t", 0)].offset
@@ -32,7 +38,7 @@ from .formats import (GroupKey, GroupRecord, MemberRecord, OffsetAndMetadata, Of
                       offset_key, offset_value, partition_for)
 from .group import DEAD, EMPTY, STABLE, GroupMetadata, MemberMetadata
 
-__all__ = ["GroupMetadataManager", "OffsetAndMetadata"]
+__all__ = ["GroupMetadataManager", "OffsetAndMetadata", "offset_commit_error", "group_store_error"]
 
 log = logging.getLogger("fastkafka.coordinator")
 
@@ -52,6 +58,8 @@ class GroupMetadataManager:
         self.max_metadata_size = max_metadata_size
         self.groups: dict[str, GroupMetadata] = {}
         self._loaded: set[int] = set()
+        #: wraps a write's completion callback (the coordinator's: take its lock first)
+        self.guard: Callable[[Callable[[int], None]], Callable[[int], None]] = lambda fn: fn
 
     # --- ownership and loading ---
     def partition_for(self, group_id: str) -> int:
@@ -120,6 +128,16 @@ class GroupMetadataManager:
             self.groups[gid] = group
         self._loaded.add(partition)
 
+    def unload_partition(self, partition: int) -> list[GroupMetadata]:
+        """Forget the groups of a partition this broker no longer leads (Kafka's
+        removeGroupsForPartition) and return them, so that their waiting members can be sent
+        elsewhere; leading it again means loading it again, from the replicated log."""
+        self._loaded.discard(partition)
+        gone = [g for gid, g in self.groups.items() if self.partition_for(gid) == partition]
+        for g in gone:
+            del self.groups[g.group_id]
+        return gone
+
     def _group_from_record(self, gid: str, record: GroupRecord | None, now: int) -> GroupMetadata:
         group = GroupMetadata(gid, now_ms=now)
         if record is None:
@@ -160,8 +178,10 @@ class GroupMetadataManager:
             del self.groups[group.group_id]
 
     # --- writes ---
-    def store_group(self, group: GroupMetadata) -> None:
-        """Persist the group's membership and assignment (after a rebalance, or when it empties)."""
+    def store_group(self, group: GroupMetadata, done: Callable[[int], None]) -> None:
+        """Persist the group's membership and assignment (after a rebalance, or when it empties);
+        ``done`` gets the error for the members (Kafka's storeGroup mapping, 0 = stored) once the
+        write is replicated or failed. Raises nothing."""
         members = [MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                 m.rebalance_timeout_ms, m.session_timeout_ms,
                                 m.metadata(group.protocol_name) if group.protocol_name else b"",
@@ -169,13 +189,19 @@ class GroupMetadataManager:
                    for m in group.members.values()]
         record = GroupRecord(group.protocol_type or "", group.generation_id, group.protocol_name,
                              group.leader_id, group.state_timestamp, members)
-        self._append(group.group_id, [(group_key(group.group_id), group_value(record))])
+        try:
+            self._append(group.group_id, [(group_key(group.group_id), group_value(record))],
+                         on_replicated=lambda code: done(group_store_error(code)))
+        except errors.KafkaError as e:
+            done(group_store_error(e.code))
 
     def store_offsets(self, group: GroupMetadata, offsets: dict[tuple[str, int], OffsetAndMetadata],
-                      producer: tuple[int, int] | None = None) -> dict[tuple[str, int], int]:
-        """Validate, persist and cache commits; returns an error code per partition (0 = stored).
-        With ``producer`` = ``(producer_id, epoch)`` (TxnOffsetCommit) they are written into that
-        producer's transaction and stay pending until :meth:`complete_txn`."""
+                      done: Callable[[dict[tuple[str, int], int]], None],
+                      producer: tuple[int, int] | None = None) -> None:
+        """Validate and persist commits; ``done`` gets an error code per partition (0 = stored)
+        once they are replicated, and only then are they cached. With ``producer`` =
+        ``(producer_id, epoch)`` (TxnOffsetCommit) they are written into that producer's
+        transaction and stay pending until :meth:`complete_txn`. Raises nothing."""
         result: dict[tuple[str, int], int] = {}
         records = []
         accepted = {}
@@ -186,18 +212,20 @@ class GroupMetadataManager:
             om = om._replace(metadata=om.metadata or "")
             accepted[tp] = om
             records.append((offset_key(group.group_id, tp[0], tp[1]), offset_value(om)))
-        if records:
-            try:
-                self._append(group.group_id, records, producer)
-            except errors.KafkaError as e:
-                code = _storage_error_code(e)
-                return {**result, **{tp: code for tp in accepted}}
-            if producer is None:
-                group.offsets.update(accepted)
-            else:
-                group.pending_txn_offsets.setdefault(producer[0], {}).update(accepted)
-        result.update({tp: 0 for tp in accepted})
-        return result
+        if not records:
+            return done(result)
+
+        def replicated(code: int) -> None:
+            if code == 0 and not group.is_(DEAD):     # a group unloaded meanwhile is gone
+                if producer is None:
+                    group.offsets.update(accepted)
+                else:
+                    group.pending_txn_offsets.setdefault(producer[0], {}).update(accepted)
+            done({**result, **dict.fromkeys(accepted, offset_commit_error(code))})
+        try:
+            self._append(group.group_id, records, producer, replicated)
+        except errors.KafkaError as e:
+            replicated(e.code)
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
@@ -273,18 +301,50 @@ class GroupMetadataManager:
                     group.offsets.update(done)
 
     def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]],
-                producer: tuple[int, int] | None = None) -> None:
-        self.store.append(self.partition_for(group_id), records, self.clock(), producer)
+                producer: tuple[int, int] | None = None,
+                on_replicated: Callable[[int], None] | None = None) -> None:
+        self.store.append(self.partition_for(group_id), records, self.clock(), producer,
+                          None if on_replicated is None else self.guard(on_replicated))
 
 
-def _storage_error_code(exc: errors.KafkaError) -> int:
-    """Kafka maps log append failures to coordinator errors the client retries against."""
-    if isinstance(exc, (errors.UnknownTopicOrPartitionError, errors.NotEnoughReplicasError,
-                        errors.NotEnoughReplicasAfterAppendError, errors.RequestTimedOutError)):
+# Kafka maps a write's failure to a coordinator error the client knows what to do with: ask
+# again (COORDINATOR_NOT_AVAILABLE), find the coordinator again (NOT_COORDINATOR), or give up
+_UNAVAILABLE = frozenset(e.code for e in (errors.UnknownTopicOrPartitionError, errors.NotEnoughReplicasError,
+                                          errors.NotEnoughReplicasAfterAppendError))
+_MOVED = frozenset(e.code for e in (errors.NotLeaderOrFollowerError, errors.KafkaStorageError))
+_TOO_LARGE = frozenset(e.code for e in (errors.MessageTooLargeError, errors.RecordListTooLargeError,
+                                        errors.InvalidFetchSizeError))
+
+
+def offset_commit_error(code: int) -> int:
+    """An offset commit's answer for a write that ended with ``code`` (Kafka's
+    maybeConvertOffsetCommitError; REQUEST_TIMED_OUT stays, and the client commits again).
+
+    Example::
+
+        >>> offset_commit_error(errors.NotLeaderOrFollowerError.code), offset_commit_error(7)
+        (16, 7)
+    """
+    if code in _UNAVAILABLE:
         return errors.CoordinatorNotAvailableError.code
-    if isinstance(exc, (errors.NotLeaderOrFollowerError, errors.KafkaStorageError)):
+    if code in _MOVED:
         return errors.NotCoordinatorError.code
-    if isinstance(exc, (errors.MessageTooLargeError, errors.RecordListTooLargeError,
-                        errors.InvalidFetchSizeError)):
+    if code in _TOO_LARGE:
         return errors.InvalidCommitOffsetSizeError.code
-    return exc.code
+    return code
+
+
+def group_store_error(code: int) -> int:
+    """The members' answer for a group metadata write that ended with ``code`` (Kafka's
+    storeGroup: a timed-out write makes them rejoin).
+
+    Example::
+
+        >>> group_store_error(errors.RequestTimedOutError.code) == errors.RebalanceInProgressError.code
+        True
+    """
+    if code == errors.RequestTimedOutError.code:
+        return errors.RebalanceInProgressError.code
+    if code in _TOO_LARGE:
+        return errors.UnknownServerError.code
+    return offset_commit_error(code)

@@ -221,7 +221,7 @@ class Broker:
                         self.config, self.topics, broker_id=self.broker_id,
                         metadata=self.metadata if cluster is not None else None,
                         zk_client=cluster.client if cluster is not None else None,
-                        stopped=self._stopped)
+                        replicas=self.replicas, stopped=self._stopped)
         return svc
 
     # --- what handlers ask the broker ---

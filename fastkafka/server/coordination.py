@@ -1,17 +1,29 @@
 """The broker's group and transaction coordinators and producer-id manager: wiring, start-up
-load and the timer.
+load, leadership and the timer.
 
 :class:`CoordinationService` (built by :meth:`Broker.group_coordination` at start-up, or in
 cluster mode by the first group request) creates the compacted internal topic
-``__consumer_offsets`` when missing, builds the :class:`GroupCoordinator` over its logs, and starts one thread that first loads every
-partition — groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile — and then ticks the
-coordinator (session and rebalance timeouts, offset expiry) every ``TICK_S``. In cluster mode
-the broker coordinates only the groups of the partitions it leads: it loads those, and a group
-hashed onto another broker's partition gets NOT_COORDINATOR (so the client asks FindCoordinator
-again), while one on a led partition still loading gets COORDINATOR_LOAD_IN_PROGRESS.
-:meth:`CoordinationService.stop` answers the parked JoinGroup/SyncGroup requests with
+``__consumer_offsets`` when missing, builds the :class:`GroupCoordinator` over its logs, and
+starts one thread that first loads every partition — groups answer COORDINATOR_LOAD_IN_PROGRESS
+meanwhile — and then ticks the coordinator (session and rebalance timeouts, offset expiry) every
+``TICK_S``. :meth:`CoordinationService.stop` answers the parked JoinGroup/SyncGroup requests with
 NOT_COORDINATOR so the network layer can drain, then stops the thread. If the broker stops
 without calling it (its ``stopped`` event is set), the thread notices.
+
+Cluster mode, as Kafka's ZooKeeper mode:
+
+* the topic has ``offsets.topic.replication.factor`` replicas (the embedded broker: 1). While
+  fewer brokers are alive it is not created: FindCoordinator, and the group requests, answer
+  COORDINATOR_NOT_AVAILABLE, and clients ask again until enough brokers have joined;
+* the broker coordinates the groups of the partitions it leads, and follows that leadership
+  both ways on every tick: a partition it became leader of is loaded from its (replicated) log;
+  one it lost is unloaded — its groups forgotten, their parked JoinGroup/SyncGroup requests
+  answered NOT_COORDINATOR (Kafka's onResignation). A group hashed onto another broker's
+  partition gets NOT_COORDINATOR (so the client asks FindCoordinator again), one on a partition
+  this broker is taking over gets COORDINATOR_LOAD_IN_PROGRESS;
+* offset commits and group metadata are written through
+  :class:`~fastkafka.server.coordinator_writer.CoordinatorPartitionWriter`: acknowledged once
+  replicated (``offsets.commit.required.acks``, ``offsets.commit.timeout.ms``).
 
 On the embedded broker the same service runs the :class:`TransactionCoordinator` over the
 compacted ``__transaction_state`` (created on the first transactional request, as Kafka does;
@@ -51,6 +63,8 @@ from fastkafka.coordinator.producer_ids import FileBlockStore, ProducerIdManager
 from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 from fastkafka.coordinator.coordinator import wall_clock_ms
 
+from .coordinator_writer import CoordinatorPartitionWriter
+from .partition import LEADER
 from .txn_markers import LocalMarkerWriter
 
 __all__ = ["CoordinationService"]
@@ -58,6 +72,9 @@ __all__ = ["CoordinationService"]
 log = logging.getLogger("fastkafka.coordinator")
 
 TICK_S = 0.05
+_LOADING = errors.CoordinatorLoadInProgressError.code
+_NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
+_NOT_COORDINATOR = errors.NotCoordinatorError.code
 
 
 class CoordinationService:
@@ -67,18 +84,23 @@ class CoordinationService:
 
     Built from what it uses: the broker's config, its topic manager (``__consumer_offsets``
     lives there), and in cluster mode the ZooKeeper metadata (who leads which offsets
-    partition) and client (producer-id blocks); ``stopped`` is the broker's stop event."""
+    partition), client (producer-id blocks) and replica manager (which replicas lead, and
+    writes waiting for acks); ``stopped`` is the broker's stop event."""
 
-    def __init__(self, config, topics, *, broker_id: int, metadata=None, zk_client=None,
+    def __init__(self, config, topics, *, broker_id: int, metadata=None, zk_client=None, replicas=None,
                  stopped: threading.Event | None = None):
         self.config, self.topics, self.broker_id = config, topics, broker_id
-        self.metadata = metadata
+        self.metadata, self.replicas = metadata, replicas
+        self._cluster = zk_client is not None
         cfg = config
-        n = self._ensure_topic(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"],
-                               cfg["offsets.topic.segment.bytes"])
+        self._unavailable_logged: str | None = None
+        n = self._offsets_partitions()
+        writer = CoordinatorPartitionWriter(
+            topics, replicas, OFFSETS_TOPIC, required_acks=cfg["offsets.commit.required.acks"],
+            timeout_ms=cfg["offsets.commit.timeout.ms"]) if self._cluster else None
         store = LogOffsetsStore(n, lambda p: topics.log(OFFSETS_TOPIC, p),
                                 compression=cfg["offsets.topic.compression.codec"],
-                                read_chunk=cfg["offsets.load.buffer.size"])
+                                read_chunk=cfg["offsets.load.buffer.size"], writer=writer)
         self.groups = GroupCoordinator.from_config(cfg, store, load=False)
         self.producer_ids = ProducerIdManager(self._producer_id_store(zk_client),
                                               block_size=cfg["producer.id.block.size"])
@@ -87,13 +109,11 @@ class CoordinationService:
         if zk_client is None and topics.get(TRANSACTION_STATE_TOPIC) is not None:
             self.transactions = self._build_transactions()      # loaded by the thread below
         self.loaded = threading.Event()
-        self._cluster = zk_client is not None
         self._broker_stopped = stopped
-        self._loaded_partitions: set[int] = set()
-        self._leadership_changed = threading.Event()
+        # cluster mode: the leader epoch each offsets partition was (or is being) loaded in
+        self._epochs: dict[int, int] = {}
         if self._cluster:
-            self.groups.owns_partition = self._leads
-            metadata.add_listener(self._leadership_changed.set)
+            self.groups.partition_error = self._partition_error
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fastkafka-group-coordinator",
                                         daemon=True)
@@ -111,9 +131,10 @@ class CoordinationService:
         return self.transactions
 
     def _build_transactions(self) -> TransactionCoordinator:
+        # embedded only (so one replica, whatever transaction.state.log.replication.factor says)
         cfg, topics = self.config, self.topics
         n = self._ensure_topic(TRANSACTION_STATE_TOPIC, cfg["transaction.state.log.num.partitions"],
-                               cfg["transaction.state.log.segment.bytes"],
+                               1, cfg["transaction.state.log.segment.bytes"],
                                {"min.insync.replicas": str(cfg["transaction.state.log.min.isr"])})
         store = LogOffsetsStore(n, lambda p: topics.log(TRANSACTION_STATE_TOPIC, p),
                                 read_chunk=cfg["transaction.state.log.load.buffer.size"])
@@ -128,38 +149,100 @@ class CoordinationService:
             return ZkBlockStore(zk_client, self.broker_id)
         return FileBlockStore(os.path.join(self.config.log_dirs[0], "producer_id_block"))
 
-    def _ensure_topic(self, name: str, partitions: int, segment_bytes: int, extra=None) -> int:
+    def _ensure_topic(self, name: str, partitions: int, replication_factor: int, segment_bytes: int,
+                      extra=None) -> int:
         """Create the compacted internal topic ``name`` when missing; its partition count."""
         topics = self.topics
         info = topics.get(name)
         if info is None:
             try:
-                info = topics.create(name, partitions, 1, {
+                info = topics.create(name, partitions, replication_factor, {
                     "cleanup.policy": "compact", "segment.bytes": str(segment_bytes), **(extra or {})})
             except errors.TopicAlreadyExistsError:
                 info = topics.get(name)
         # the count is fixed once the topic exists: ids hash onto the partitions it has
         return info.partitions
 
-    def _leads(self, partition: int) -> bool:
-        """Cluster mode: whether this broker leads ``__consumer_offsets-<partition>`` (and coordinates its groups)."""
-        return self.metadata.leader(OFFSETS_TOPIC, partition) == self.broker_id
+    def _offsets_partitions(self) -> int:
+        """The partition count of ``__consumer_offsets``, created first where it can be."""
+        cfg = self.config
+        if not self._cluster:     # one broker, one replica (Kafka's single-broker setups set 1)
+            return self._ensure_topic(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], 1,
+                                      cfg["offsets.topic.segment.bytes"])
+        self.offsets_topic_unavailable()
+        info = self.topics.get(OFFSETS_TOPIC)
+        # not created yet: it will be, with this count (Kafka's partitionFor falls back to it too)
+        return info.partitions if info is not None else cfg["offsets.topic.num.partitions"]
 
-    def _led_partitions(self) -> set[int]:
-        return {p for p in range(self.groups.manager.num_partitions) if self._leads(p)}
+    def offsets_topic_unavailable(self) -> str | None:
+        """Cluster mode: create ``__consumer_offsets`` if it is missing and enough brokers are
+        alive for ``offsets.topic.replication.factor``, as Kafka's FindCoordinator does. None
+        when the topic exists; else why not, for COORDINATOR_NOT_AVAILABLE's message."""
+        cfg, topics = self.config, self.topics
+        if topics.get(OFFSETS_TOPIC) is not None:
+            return None
+        rf, alive = cfg["offsets.topic.replication.factor"], len(topics.live_brokers())
+        if alive < rf:
+            why = (f"Number of alive brokers '{alive}' does not meet the required replication factor "
+                   f"'{rf}' for the offsets topic (configured via 'offsets.topic.replication.factor'). "
+                   "This error can be ignored if the cluster is starting up and not all brokers are up yet.")
+        else:
+            try:
+                self._ensure_topic(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], rf,
+                                   cfg["offsets.topic.segment.bytes"])
+                return None
+            except errors.KafkaError as e:     # e.g. a broker left meanwhile
+                why = f"cannot create {OFFSETS_TOPIC}: {e}"
+        if why != self._unavailable_logged:    # once per cause, not once per client retry
+            self._unavailable_logged = why
+            log.error("%s", why)
+        return why
 
-    def _load_led(self) -> None:
-        # without replication a partition's leader never changes to another live broker, so
-        # partitions are only ever gained (at start, or when their broker comes back): load those
-        self._leadership_changed.clear()
-        new = self._led_partitions() - self._loaded_partitions
-        self.groups.load_partitions(sorted(new))
-        self._loaded_partitions |= new
+    def _partition_error(self, partition: int) -> int:
+        """Cluster mode: the error the groups of ``__consumer_offsets-<partition>`` get here (0
+        when this broker coordinates them; see GroupCoordinator.partition_error)."""
+        part = self.replicas.get(OFFSETS_TOPIC, partition)
+        if part is not None and part.role == LEADER:
+            epoch = self._epochs.get(partition)
+            # loaded in an earlier term: stale until the thread loads it again
+            return 0 if epoch is None or epoch == part.leader_epoch else _LOADING
+        if self.metadata.leader(OFFSETS_TOPIC, partition) == self.broker_id:
+            return _LOADING            # elected: the replica manager is making it the leader
+        if self.topics.get(OFFSETS_TOPIC) is None:
+            return _NOT_AVAILABLE
+        return _NOT_COORDINATOR
+
+    def _follow_leadership(self) -> None:
+        """Load the partitions this broker now leads, unload those it stopped leading (or leads
+        in a new epoch: another leader may have written in between)."""
+        led = {}
+        for p in range(self.groups.manager.num_partitions):
+            part = self.replicas.get(OFFSETS_TOPIC, p)
+            if part is not None and part.role == LEADER:
+                led[p] = part.leader_epoch
+        lost = sorted(p for p, epoch in self._epochs.items() if led.get(p) != epoch)
+        if lost:
+            # unloaded first, forgotten second: no request sees a stale partition as served
+            self.groups.unload_partitions(lost)
+            for p in lost:
+                del self._epochs[p]
+            log.info("resigned as the group coordinator of %s partitions %s", OFFSETS_TOPIC, lost)
+        gained = sorted(set(led) - set(self._epochs))
+        for p in gained:
+            self._epochs[p] = led[p]   # first, so a term that ends while it loads shows as stale
+            try:
+                self.groups.load_partitions([p])
+            except errors.KafkaError as e:      # lost again meanwhile: the next tick decides
+                del self._epochs[p]
+                log.warning("loading %s-%d failed: %s", OFFSETS_TOPIC, p, e)
+        if gained:
+            log.info("elected as the group coordinator of %s partitions %s",
+                     OFFSETS_TOPIC, {p: led[p] for p in gained})
 
     def _run(self) -> None:
         try:
             if self._cluster:
-                self._load_led()
+                self._follow_leadership()
             else:
                 self.groups.load_all()
                 with self._transactions_lock:
@@ -177,8 +260,8 @@ class CoordinationService:
                 self.groups.shutdown()
                 return
             try:
-                if self._cluster and self._leadership_changed.is_set():
-                    self._load_led()
+                if self._cluster:
+                    self._follow_leadership()
                 self.groups.tick()
                 if self.transactions is not None:
                     self.transactions.tick()
@@ -188,8 +271,6 @@ class CoordinationService:
     def stop(self) -> None:
         self.groups.shutdown()
         self._stop.set()
-        if self._cluster:
-            self.metadata.remove_listener(self._leadership_changed.set)
         if threading.current_thread() is not self._thread:
             self._thread.join(5.0)
 

@@ -28,7 +28,8 @@ def cluster(tmp_path_factory):
     if not java_available():
         pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
     with Ensemble(tmp_path_factory.mktemp("zk"), size=1) as zk, \
-            Cluster(tmp_path_factory.mktemp("brokers"), f"{zk.connect}/zkconsumer", 1) as c:
+            Cluster(tmp_path_factory.mktemp("brokers"), f"{zk.connect}/zkconsumer", 1,
+                    **{"offsets.topic.replication.factor": 1}) as c:   # one broker: one replica
         admin = AdminClient({"bootstrap.servers": c.bootstrap})   # kept alive until answered
         for f in admin.create_topics([NewTopic(TOPIC, PARTS, 1)], operation_timeout=15).values():
             f.result()

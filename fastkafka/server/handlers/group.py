@@ -1,7 +1,8 @@
 """Group and offset APIs: requests translated to :class:`GroupCoordinator` calls.
 
-JoinGroup and SyncGroup return ``DELAYED``: the coordinator answers through a callback when the
-rebalance completes, possibly from its timer thread, and the callback sends the response
+JoinGroup, SyncGroup and OffsetCommit return ``DELAYED``: the coordinator answers through a
+callback when the rebalance completes or the commit is replicated, possibly from its timer
+thread or the one that moved the high watermark, and the callback sends the response
 (``RequestContext.send`` is thread-safe). Everything else answers at once. Error codes come
 from the coordinator; nothing here raises for a group-level condition.
 
@@ -69,7 +70,12 @@ def handle_find_coordinator(ctx, req):
 
 
 def _cluster_coordinator(ctx, svc, group_id: str):
-    """Cluster mode: the group's coordinator is the leader of its ``__consumer_offsets`` partition."""
+    """Cluster mode: the group's coordinator is the leader of its ``__consumer_offsets`` partition,
+    once the topic exists (it is created here when enough brokers are alive, as Kafka does)."""
+    why = svc.offsets_topic_unavailable()
+    if why is not None:
+        return ctx.response(error_code=errors.CoordinatorNotAvailableError.code, error_message=why,
+                            node_id=-1, host="", port=-1)
     md = ctx.broker.metadata
     leader = md.leader(OFFSETS_TOPIC, partition_for(group_id, svc.groups.manager.num_partitions))
     info = md.brokers().get(leader)
@@ -177,11 +183,15 @@ def handle_offset_commit(ctx, req):
                                  p.committed_leader_epoch if v >= 6 else -1)
     require_group(ctx, READ, req.group_id)
     offsets, codes = requested_offsets(ctx, req, offset_of)
-    if offsets:
-        generation = req.generation_id_or_member_epoch if v >= 1 else -1
-        codes.update(_groups(ctx).commit_offsets(req.group_id, req.member_id if v >= 1 else "",
-                                                 generation, offsets, req.group_instance_id))
-    return commit_response(ctx, req, codes)
+    if not offsets:
+        return commit_response(ctx, req, codes)
+
+    def done(stored):
+        ctx.send(commit_response(ctx, req, {**codes, **stored}))
+    generation = req.generation_id_or_member_epoch if v >= 1 else -1
+    _groups(ctx).commit_offsets(req.group_id, req.member_id if v >= 1 else "", generation, offsets,
+                                req.group_instance_id, done)
+    return DELAYED
 
 
 def requested_offsets(ctx, req, offset_of) -> tuple[dict, dict]:

@@ -1,0 +1,101 @@
+"""The coordinators' writes in cluster mode: a batch into a partition of their internal topic,
+acknowledged once replicated (Kafka's appendRecords with the coordinator's required acks,
+answered from the produce purgatory).
+
+The batch goes to the local replica only while this broker leads the partition
+(NOT_LEADER_OR_FOLLOWER otherwise), stamped with the leader epoch like a produced batch, and is
+refused before the append with NOT_ENOUGH_REPLICAS when all acks are required and the ISR is
+smaller than ``min.insync.replicas``. With ``required_acks`` -1 the write's callback then waits
+in the replica manager's produce purgatory for the rule acks=all produce requests follow: the
+high watermark passes the batch (0), the ISR shrank below ``min.insync.replicas`` meanwhile
+(NOT_ENOUGH_REPLICAS_AFTER_APPEND), the leadership is lost (NOT_LEADER_OR_FOLLOWER — also when
+it came back in a later epoch, whose log need not hold the batch any more), or ``timeout_ms``
+passes (REQUEST_TIMED_OUT). With 0 or 1 it is answered after the append.
+
+Thread-safe. Example (broker 1 leads ``__consumer_offsets-0`` in epoch 3, broker 2 follows)::
+
+    >>> import tempfile
+    >>> from types import SimpleNamespace as NS
+    >>> from fastkafka.log import Log
+    >>> from fastkafka.records import build_batch
+    >>> from fastkafka.server.purgatory import Purgatory
+    >>> log = Log(tempfile.mkdtemp() + "/__consumer_offsets-0"); log.high_watermark_follows_end = False
+    >>> part = NS(role=LEADER, leader_epoch=3, isr=(1, 2))
+    >>> replicas = NS(get=lambda t, p: part, produce_purgatory=Purgatory("produce"))
+    >>> write = CoordinatorPartitionWriter(NS(log=lambda t, p: log), replicas, "__consumer_offsets")
+    >>> write(0, bytearray(build_batch([(b"k", b"v", [], 0)])), print)   # waits for broker 2
+    >>> hw = log.update_high_watermark(1)                                  # broker 2 fetched it
+    >>> woken = replicas.produce_purgatory.check(("__consumer_offsets", 0))
+    0
+    >>> replicas.produce_purgatory.shutdown(); log.close()
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from fastkafka import errors
+
+from .handlers.produce import _acks_all_code as acks_all_code
+from .partition import LEADER
+from .purgatory import DelayedOperation
+
+__all__ = ["CoordinatorPartitionWriter"]
+
+ACKS_ALL = -1
+_NOT_LEADER = errors.NotLeaderOrFollowerError.code
+_TIMED_OUT = errors.RequestTimedOutError.code
+
+
+class DelayedCoordinatorWrite(DelayedOperation):
+    """A coordinator's write waiting for its partition's high watermark to pass it."""
+
+    def __init__(self, timeout_ms: int, lg, part, required_offset: int,
+                 on_replicated: Callable[[int], None]):
+        super().__init__(timeout_ms)
+        self.lg, self.part, self.required_offset = lg, part, required_offset
+        self.epoch = part.leader_epoch
+        self.on_replicated = on_replicated
+
+    def _code(self) -> int | None:
+        if self.part.leader_epoch != self.epoch:
+            return _NOT_LEADER
+        return acks_all_code(self.lg, self.part, self.required_offset)
+
+    def try_complete(self) -> bool:
+        return self._code() is not None and self.force_complete()
+
+    def on_complete(self) -> None:
+        code = self._code()
+        self.on_replicated(_TIMED_OUT if code is None else code)
+
+
+class CoordinatorPartitionWriter:
+    """``writer(partition, batch, on_replicated)`` for a coordinator's
+    :class:`~fastkafka.coordinator.LogOffsetsStore` over ``topic``: ``topics`` is the broker's
+    cluster topic manager, ``replicas`` its replica manager."""
+
+    def __init__(self, topics, replicas, topic: str, *, required_acks: int = ACKS_ALL,
+                 timeout_ms: int = 5000):
+        self.topics, self.replicas, self.topic = topics, replicas, topic
+        self.required_acks, self.timeout_ms = required_acks, timeout_ms
+
+    def __call__(self, partition: int, batch: bytearray,
+                 on_replicated: Callable[[int], None] | None) -> None:
+        key = (self.topic, partition)
+        lg = self.topics.log(*key)              # NOT_LEADER_OR_FOLLOWER unless the metadata says here
+        part = self.replicas.get(*key)
+        if part is None or part.role != LEADER:
+            raise errors.NotLeaderOrFollowerError(f"{self.topic}-{partition}: this broker does not lead it")
+        acks_all = self.required_acks == ACKS_ALL
+        if acks_all and len(part.isr) < lg.config.min_insync_replicas:
+            raise errors.NotEnoughReplicasError(
+                f"{self.topic}-{partition}: {len(part.isr)} in-sync replicas, min.insync.replicas is "
+                f"{lg.config.min_insync_replicas}")
+        info = lg.append(batch, leader_epoch=part.leader_epoch)
+        if on_replicated is None:
+            return
+        if not acks_all:
+            on_replicated(0)
+            return
+        op = DelayedCoordinatorWrite(self.timeout_ms, lg, part, info.last_offset + 1, on_replicated)
+        self.replicas.produce_purgatory.try_complete_else_watch(op, [key])
