@@ -134,6 +134,7 @@ class ReplicaManager:
         """Bring every local replica's role in line with the state znodes."""
         md, me, now = self.metadata, self.broker_id, wall_clock_ms()
         logs = self.topics.local_logs()
+        led = []
         with self._lock:
             parts = dict(self._partitions)
             for tp in [tp for tp in parts if tp not in logs]:
@@ -152,6 +153,7 @@ class ReplicaManager:
                             or p.replicas != view.replicas):      # a reassignment adds followers
                         was_leader = p.role == LEADER
                         p.become_leader(view.leader_epoch, view.replicas, view.isr, version, now)
+                        led.append(tp)
                         self._unfollow(tp)
                         if not was_leader:
                             log.info("%s-%d: leader in epoch %d, isr %s", tp[0], tp[1], view.leader_epoch,
@@ -168,6 +170,8 @@ class ReplicaManager:
         for tp, p in parts.items():
             if p.role != LEADER:   # requests waiting on a leadership this broker lost answer now
                 self.produce_purgatory.check(tp)
+        for tp in led:   # a new ISR (the controller dropped a dead follower) may have moved the high watermark
+            self.high_watermark_moved(*tp)
 
     def _fetcher_for(self, leader: int, tp) -> ReplicaFetcher:
         index = zlib.crc32(f"{tp[0]}-{tp[1]}".encode()) % self._fetchers_per_leader

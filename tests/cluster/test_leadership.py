@@ -224,6 +224,11 @@ def test_reassignment_under_load_moves_a_partition_without_loss(ensemble, tmp_pa
         # a move towards a stopped broker waits, is listed, and is cancelled
         spare = next(b for b in (1, 2, 3) if b not in cluster.assignment("moving")[1])
         replicas1 = cluster.assignment("moving")[1]
+        if cluster.controller() == spare:      # a stopped controller answers nothing: move it first
+            cluster.brokers[spare].stop()
+            cluster.brokers[spare].start()
+            cluster.wait_registered({1, 2, 3})
+            wait_for(lambda: cluster.controller() not in (spare, -1), what="another controller")
         cluster.brokers[spare].signal(signal.SIGSTOP)
         try:
             admin.alter_partition_reassignments({KTP("moving", 1): list(replicas1) + [spare]})

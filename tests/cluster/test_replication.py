@@ -1,5 +1,6 @@
 """Replication end to end: RF=3 over three real brokers and real ZooKeeper, real clients, real kills."""
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from test_cluster import raw_call, settle
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
 
+NOT_LEADER_OR_FOLLOWER = 6
 NOT_ENOUGH_REPLICAS = 19
 LONG_SESSION_MS = 4000     # the most the tests' ensemble allows (tickTime 200)
 
@@ -64,67 +66,186 @@ def produce_raw(port: int, topic: str, partition: int, acks: int, value: bytes =
     return raw_call(port, ApiKey.PRODUCE, 7, body).responses[0].partition_responses[0].error_code
 
 
-def test_acks_all_loses_nothing_while_leaders_are_killed(cluster):
-    """An idempotent acks=all producer streams while the leader (the controller among them) is
-    killed with SIGKILL, again and again: every acknowledged record is there exactly once, in order."""
-    create_replicated(cluster, "durable", 3, min_insync_replicas=2)
-    acked: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(3)}
-    failed = []
+def produce_to_new_leader(port: int, topic: str, partition: int, acks: int, value: bytes, timeout: float = 30.0) -> int:
+    """``produce_raw``, again while the broker answers NOT_LEADER_OR_FOLLOWER: a new leader learns
+    its role from its own ZooKeeper watch, a moment after the state znode named it."""
+    deadline = time.monotonic() + timeout
+    while (code := produce_raw(port, topic, partition, acks, value)) == NOT_LEADER_OR_FOLLOWER:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return code
 
-    def delivered(err, msg):
+
+KILLS = 10
+KILL_SEED = "FASTKAFKA_KILL_SEED"   # set it to replay a run's choices (roles, partitions, picks)
+
+
+class Traffic:
+    """An idempotent acks=all producer streaming to ``topic`` (round robin over its partitions) and
+    a consumer group member reading it, each on a thread of its own; what was acknowledged, what
+    was read."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
+        self.topic, self.partitions = topic, partitions
+        self.acked: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
+        self.failed, self.consumer_errors = [], []
+        self.seen: list[tuple[int, int, bytes]] = []   # (partition, offset, value) as the consumer got them
+        self.position: dict[int, int] = {}             # the consumer's next offset per partition
+        self.produced = 0                              # values are b"%08d" % i, i counting up from 0
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                                  "message.timeout.ms": 120000, "linger.ms": 5})
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "readers",
+                                  "auto.offset.reset": "earliest", "auto.commit.interval.ms": 500,
+                                  "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
+        self.consumer.subscribe([topic])
+        self._producing, self._reading = threading.Event(), threading.Event()
+        self._threads = [threading.Thread(target=self._stream), threading.Thread(target=self._read)]
+
+    def start(self) -> None:
+        self._producing.set()
+        self._reading.set()
+        for t in self._threads:
+            t.start()
+
+    def acks(self) -> int:
+        return sum(map(len, self.acked.values()))
+
+    def read_past(self, index: int) -> bool:
+        """The consumer has read a record produced after the first ``index`` ones."""
+        return any(int(v) >= index for _, _, v in self.seen[-200:])
+
+    def stop_producing(self) -> int:
+        """Stop producing; the count of records not delivered after waiting for them all."""
+        self._producing.clear()
+        self._threads[0].join()
+        return self.producer.flush(120)
+
+    def stop(self) -> None:
+        self._producing.clear()
+        self._reading.clear()
+        for t in self._threads:
+            if t.is_alive():
+                t.join()
+        self.consumer.close()
+
+    def _delivered(self, err, msg) -> None:
         if err is None:
-            acked[msg.partition()].append((msg.offset(), msg.value()))
+            self.acked[msg.partition()].append((msg.offset(), msg.value()))
         else:
-            failed.append(err)
+            self.failed.append(err)
 
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
-                         "message.timeout.ms": 120000, "linger.ms": 5})
-    stop = threading.Event()
-
-    def stream():
-        i = 0
-        while not stop.is_set():
+    def _stream(self) -> None:
+        while self._producing.is_set():
             try:
-                producer.produce("durable", value=b"%08d" % i, partition=i % 3, on_delivery=delivered)
-                i += 1
+                self.producer.produce(self.topic, value=b"%08d" % self.produced,
+                                      partition=self.produced % self.partitions, on_delivery=self._delivered)
+                self.produced += 1
             except BufferError:
                 pass
-            producer.poll(0.002)
+            self.producer.poll(0.002)
 
-    t = threading.Thread(target=stream)
-    t.start()
-    kills = []
-    try:
-        for k in range(6):
-            part = k % 3
-            victim = cluster.state("durable", part).leader
-            before = sum(map(len, acked.values()))
-            cluster.brokers[victim].kill()
-            kills.append(victim)
-            wait_for(lambda: cluster.state("durable", part).leader not in (victim, -1), 30,
-                     what=f"a new leader for durable-{part}")
-            wait_for(lambda: sum(map(len, acked.values())) > before + 50, 60, what="acks with the victim down")
-            cluster.brokers[victim].start()
-            cluster.wait_registered(set(cluster.brokers))
-            wait_for(lambda: all(len(cluster.state("durable", p).isr) == 3 for p in range(3)), 60,
-                     what="the restarted broker back in every ISR")
-    finally:
-        stop.set()
-        t.join()
-        assert producer.flush(120) == 0
-    assert not failed, failed[:5]
-    assert len(set(kills)) > 1 and sum(map(len, acked.values())) > 1000
+    def _read(self) -> None:
+        while self._reading.is_set():
+            for m in self.consumer.consume(500, 0.2):
+                if m.error() is None:
+                    self.seen.append((m.partition(), m.offset(), m.value()))
+                    self.position[m.partition()] = m.offset() + 1
+                elif m.error().fatal():
+                    self.consumer_errors.append(m.error())
 
-    got = read_all(cluster, "durable", 3)
-    for p in range(3):
-        values = [v for _, v in got[p]]
-        assert len(values) == len(set(values)), f"durable-{p}: duplicates"
-        assert values == sorted(values), f"durable-{p}: out of order"
-        assert dict(acked[p]).items() <= dict(got[p]).items(), f"durable-{p}: acknowledged records lost or moved"
-    # and the replicas agree byte for byte once they have caught up
-    for p in range(3):
-        wait_for(lambda: len(set(partition_files(cluster, "durable", p).values())) == 1, 30,
-                 what=f"durable-{p} identical on every broker")
+
+def in_sync(cluster, topic: str) -> bool:
+    """Every partition of ``topic`` has a live leader and all its replicas in the ISR."""
+    live = cluster.registered()
+    for p, replicas in cluster.assignment(topic).items():
+        s = cluster.state(topic, p)
+        if s is None or s.leader not in live or set(s.isr) != set(replicas):
+            return False
+    return True
+
+
+def kill_plan(rng: random.Random, n: int) -> list[str]:
+    """Whom each kill aims at: the controller, a partition's leader and one of its followers at
+    least once each, any broker at all the other times."""
+    roles = ["controller", "leader", "follower"] + ["any"] * (n - 3)
+    rng.shuffle(roles)
+    return roles
+
+
+def kill_and_restart(cluster, traffic: Traffic, rng: random.Random, k: int, role: str,
+                     topics: list[str]) -> tuple[int, bool, bool]:
+    """SIGKILL a broker picked by ``role``; wait until its partitions have new leaders, acks=all
+    produce goes on and the consumer reads what was produced since; restart it and wait until it
+    is back in every ISR. Returns (victim, was it the controller, did it lead the chosen partition)."""
+    part = rng.randrange(traffic.partitions)
+    leader = cluster.state(traffic.topic, part).leader
+    controller = wait_for(lambda: (c := cluster.controller()) in cluster.brokers and c, what="a controller")
+    victim = {"controller": controller, "leader": leader,
+              "follower": rng.choice(sorted(set(cluster.brokers) - {leader})),
+              "any": rng.choice(sorted(cluster.brokers))}[role]
+    led = [p for p in range(traffic.partitions) if cluster.state(traffic.topic, p).leader == victim]
+    acks, produced, t0 = traffic.acks(), traffic.produced, time.monotonic()
+    cluster.brokers[victim].kill()
+    wait_for(lambda: all(cluster.state(traffic.topic, p).leader not in (victim, -1) for p in led), 60,
+             what=f"kill {k}: new leaders for {traffic.topic}{led}")
+    wait_for(lambda: victim not in cluster.registered(), 60, what=f"kill {k}: broker {victim}'s session gone")
+    wait_for(lambda: cluster.controller() not in (victim, -1), 60, what=f"kill {k}: a live controller")
+    t1 = time.monotonic()
+    wait_for(lambda: traffic.acks() > acks + 50, 60, what=f"kill {k}: acks with broker {victim} down")
+    t2 = time.monotonic()
+    wait_for(lambda: traffic.read_past(produced), 60, what=f"kill {k}: the consumer reading on")
+    t3 = time.monotonic()
+    cluster.brokers[victim].start()
+    cluster.wait_registered(set(cluster.brokers), 60)
+    wait_for(lambda: all(in_sync(cluster, t) for t in topics), 90, what=f"kill {k}: broker {victim} back in every ISR")
+    print(f"kill {k}: {role:10} broker {victim} (controller {controller}, led {traffic.topic}{led}): "
+          f"failed over {t1 - t0:.1f} s, acks +{t2 - t1:.1f} s, read on +{t3 - t2:.1f} s, "
+          f"back in sync +{time.monotonic() - t3:.1f} s")
+    return victim, victim == controller, victim == leader
+
+
+@pytest.mark.timeout(900)
+def test_acks_all_loses_nothing_while_leaders_are_killed(ensemble, tmp_path, request):
+    """An idempotent acks=all producer streams, and a consumer group member reads, while brokers
+    picked at random (leaders, followers, the controller among them) are killed with SIGKILL ten
+    times over: every acknowledged record is there exactly once, in order; the consumer carried
+    on through every kill, and what it saw is what the log holds at those offsets."""
+    seed = int(os.environ.get(KILL_SEED) or random.SystemRandom().randrange(1 << 32))
+    print(f"victims chosen with {KILL_SEED}={seed}")
+    rng = random.Random(seed)
+    with Cluster(tmp_path, f"{ensemble.connect}/{request.node.name}", 3) as cluster:
+        create_replicated(cluster, "durable", 3, min_insync_replicas=2)
+        traffic = Traffic(cluster.bootstrap, "durable", 3)
+        traffic.start()
+        try:
+            wait_for(lambda: traffic.read_past(1), 60, what="the consumer's first records")
+            kills = [kill_and_restart(cluster, traffic, rng, k, role, ["durable", "__consumer_offsets"])
+                     for k, role in enumerate(kill_plan(rng, KILLS))]
+            assert traffic.stop_producing() == 0
+            assert not traffic.failed, traffic.failed[:5]
+            assert traffic.acks() > 1000 and len({v for v, _, _ in kills}) > 1
+            assert any(c for _, c, _ in kills) and any(l for _, _, l in kills) and not all(l for _, _, l in kills)
+
+            got = read_all(cluster, "durable", 3)
+            for p in range(3):
+                values = [v for _, v in got[p]]
+                assert len(values) == len(set(values)), f"durable-{p}: duplicates"
+                assert values == sorted(values), f"durable-{p}: out of order"
+                assert dict(traffic.acked[p]).items() <= dict(got[p]).items(), \
+                    f"durable-{p}: acknowledged records lost or moved"
+            wait_for(lambda: traffic.position == {p: got[p][-1][0] + 1 for p in range(3)}, 60,
+                     what="the consumer at the end of every partition")
+        finally:
+            traffic.stop()
+        assert not traffic.consumer_errors, traffic.consumer_errors[:5]
+        logged = {p: dict(got[p]) for p in range(3)}
+        wrong = [(p, o, v) for p, o, v in traffic.seen if logged[p].get(o) != v]
+        assert not wrong, f"the consumer saw records the log does not hold there: {wrong[:5]}"
+        # and the replicas agree byte for byte once they have caught up
+        for p in range(3):
+            wait_for(lambda: len(set(partition_files(cluster, "durable", p).values())) == 1, 30,
+                     what=f"durable-{p} identical on every broker")
 
 
 def test_isr_follows_a_paused_follower_and_acks_all_needs_min_insync(ensemble, tmp_path, request):
@@ -179,7 +300,7 @@ def test_divergent_tail_is_truncated_by_leader_epoch(cluster):
     new = wait_for(lambda: (s := cluster.state("tail", 0)).leader not in (old, -1) and s.leader, 30,
                    what="a new leader")
     for i in range(4):
-        assert produce_raw(cluster.brokers[new].port, "tail", 0, acks=1, value=b"new-%d" % i) == 0
+        assert produce_to_new_leader(cluster.brokers[new].port, "tail", 0, acks=1, value=b"new-%d" % i) == 0
     cluster.brokers[old].start()
     cluster.wait_registered(set(cluster.brokers))
     wait_for(lambda: len(cluster.state("tail", 0).isr) == 3, 30, what="the old leader back in sync")
