@@ -38,6 +38,13 @@ def _check(code: int, what: str, message: str | None = None) -> None:
         raise errors.for_code(code)(f"{what}: {message}" if message else what)
 
 
+def _partition_errors(results) -> dict[tuple[str, int], errors.KafkaError | None]:
+    """``{(topic, partition): None or the error}`` of ``(topic, partition, result)`` triples
+    whose results carry ``error_code`` and ``error_message``."""
+    return {(t, p): errors.for_code(r.error_code)(r.error_message or "") if r.error_code else None
+            for t, p, r in results}
+
+
 def _acl_code(kind, code: int):
     """A code a newer broker may send that we do not know reads as UNKNOWN, as in Kafka's client."""
     try:
@@ -353,18 +360,15 @@ class AdminClient:
                 if wanted is None else [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
 
         def refused(resp):
-            return any(p.error_code == errors.NotControllerError.code
-                       for r in resp.replica_election_results for p in r.partition_result)
+            return getattr(resp, "error_code", 0) == errors.NotControllerError.code or any(
+                p.error_code == errors.NotControllerError.code
+                for r in resp.replica_election_results for p in r.partition_result)
         # v0 has no election type: every election there is a preferred one
         resp = self._at_controller(ApiKey.ELECT_LEADERS, body, refused, at_least=1 if election_type else 0)
         _check(getattr(resp, "error_code", 0), "elect leaders")
-        out = {}
-        for r in resp.replica_election_results:
-            for p in r.partition_result:
-                out[r.topic, p.partition_id] = (errors.for_code(p.error_code)(p.error_message or "")
-                                                if p.error_code else None)
         self.cluster.invalidate()
-        return out
+        return _partition_errors((r.topic, p.partition_id, p) for r in resp.replica_election_results
+                                 for p in r.partition_result)
 
     def alter_partition_reassignments(self, reassignments: dict[tuple[str, int], list[int] | None]
                                       ) -> dict[tuple[str, int], errors.KafkaError | None]:
@@ -389,13 +393,8 @@ class AdminClient:
         resp = self._at_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body,
                                    lambda r: r.error_code == errors.NotControllerError.code)
         _check(resp.error_code, "alter partition reassignments", resp.error_message)
-        out = {}
-        for r in resp.responses:
-            for p in r.partitions:
-                out[r.name, p.partition_index] = (errors.for_code(p.error_code)(p.error_message or "")
-                                                  if p.error_code else None)
         self.cluster.invalidate()
-        return out
+        return _partition_errors((r.name, p.partition_index, p) for r in resp.responses for p in r.partitions)
 
     def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None = None
                                      ) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:

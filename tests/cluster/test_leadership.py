@@ -26,6 +26,42 @@ def leaders(cluster, topic, partitions):
     return {p: (s.leader if (s := cluster.state(topic, p)) else None) for p in range(partitions)}
 
 
+class Streaming:
+    """An idempotent acks=all confluent-kafka producer writing ``topic``'s partitions in turn on
+    its own thread until stopped; ``acked`` values and delivery errors (``failed``) pile up."""
+
+    def __init__(self, cluster, topic: str, partitions: int):
+        self.acked, self.failed = [], []
+        self.stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True,
+                                   "acks": "all", "linger.ms": 5, "message.timeout.ms": 60000})
+        self._thread = threading.Thread(target=self._run, args=(topic, partitions))
+
+    def _delivered(self, err, msg):
+        (self.failed if err else self.acked).append(err or msg.value())
+
+    def _run(self, topic, partitions):
+        n = 0
+        while not self.stop.is_set():
+            self._producer.produce(topic, str(n).encode(), partition=n % partitions, on_delivery=self._delivered)
+            self._producer.poll(0)
+            n += 1
+            time.sleep(0.0005)
+        self._producer.flush(60)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self._thread.join(90)
+
+    def more(self, n: int, what: str) -> None:
+        have = len(self.acked)
+        wait_for(lambda: len(self.acked) > have + n, 30, what=what)
+
+
 def elect(admin, kind, topic, partitions):
     """{partition: None or the KafkaError code} of an ElectLeaders call through confluent-kafka."""
     result = admin.elect_leaders(kind, [TopicPartition(topic, p) for p in partitions]).result(30)
@@ -38,9 +74,7 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops(cluster):
     partition ever goes offline), the producer sees no error, and nothing acknowledged is lost."""
     create_replicated(cluster, "calm", 4, min_insync_replicas=2)
     victim = leaders(cluster, "calm", 4)[0]
-    acked, failed, seen = [], [], []
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
-                         "linger.ms": 5, "message.timeout.ms": 60000})
+    seen = []
     stop = threading.Event()
 
     def watch():      # every state the znodes go through, while the victim is still registered
@@ -49,27 +83,18 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops(cluster):
             seen.extend((registered, p, s) for p in range(4) if (s := cluster.state("calm", p)))
             time.sleep(0.02)
 
-    def produce():
-        n = 0
-        while not stop.is_set():
-            producer.produce("calm", str(n).encode(), partition=n % 4,
-                             on_delivery=lambda err, m: (failed if err else acked).append(err or m.value()))
-            producer.poll(0)
-            n += 1
-            time.sleep(0.001)
-        producer.flush(60)
-
-    threads = [threading.Thread(target=watch), threading.Thread(target=produce)]
-    for t in threads:
-        t.start()
-    wait_for(lambda: len(acked) > 200, 30, what="records acknowledged before the shutdown")
-    cluster.brokers[victim].signal(signal.SIGTERM)
-    assert cluster.brokers[victim].wait_exit(60) == 0
-    n_at_exit = len(acked)
-    wait_for(lambda: len(acked) > n_at_exit + 200, 30, what="records acknowledged after the shutdown")
-    stop.set()
-    for t in threads:
-        t.join(90)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with Streaming(cluster, "calm", 4) as load:
+            load.more(200, "records acknowledged before the shutdown")
+            cluster.brokers[victim].signal(signal.SIGTERM)
+            assert cluster.brokers[victim].wait_exit(60) == 0
+            load.more(200, "records acknowledged after the shutdown")
+    finally:
+        stop.set()
+        watcher.join(30)
+    acked, failed = load.acked, load.failed
 
     assert not failed, failed[:5]
     out = cluster.brokers[victim].output()
@@ -185,32 +210,12 @@ def test_reassignment_under_load_moves_a_partition_without_loss(ensemble, tmp_pa
         original = cluster.assignment("moving")[0]
         target = tuple(b for b in (1, 2, 3) if b != original[0])        # moves the preferred leader away
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
-        acked, failed = [], []
-        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
-                             "linger.ms": 5})
-        stop = threading.Event()
-
-        def produce():
-            n = 0
-            while not stop.is_set():
-                producer.produce("moving", str(n).encode(), partition=n % 2,
-                                 on_delivery=lambda err, m: (failed if err else acked).append(err or m.value()))
-                producer.poll(0)
-                n += 1
-                time.sleep(0.0005)
-            producer.flush(60)
-
-        t = threading.Thread(target=produce)
-        t.start()
-        try:
-            wait_for(lambda: len(acked) > 500, 30, what="records before the move")
+        with Streaming(cluster, "moving", 2) as load:
+            load.more(500, "records before the move")
             assert admin.alter_partition_reassignments({KTP("moving", 0): list(target)}) == {KTP("moving", 0): None}
             wait_for(lambda: cluster.assignment("moving")[0] == target, 60, what="the reassignment completed")
-            n = len(acked)
-            wait_for(lambda: len(acked) > n + 500, 30, what="records after the move")
-        finally:
-            stop.set()
-            t.join(90)
+            load.more(500, "records after the move")
+        acked, failed = load.acked, load.failed
         assert not failed, failed[:5]
         assert admin.list_partition_reassignments() == {}
         st = cluster.state("moving", 0)
@@ -229,6 +234,8 @@ def test_reassignment_under_load_moves_a_partition_without_loss(ensemble, tmp_pa
             cluster.brokers[spare].start()
             cluster.wait_registered({1, 2, 3})
             wait_for(lambda: cluster.controller() not in (spare, -1), what="another controller")
+            admin.close()
+            admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
         cluster.brokers[spare].signal(signal.SIGSTOP)
         try:
             admin.alter_partition_reassignments({KTP("moving", 1): list(replicas1) + [spare]})
