@@ -156,14 +156,17 @@ class Partition:
                 r in self._followers and now - self._followers[r].last_caught_up_ms <= lag_ms))
             return keep if keep != self.isr else None
 
-    def isr_to_expand(self) -> tuple[int, ...] | None:
-        """The ISR plus the followers that caught up to the high watermark (None: no change)."""
+    def isr_to_expand(self, live=None) -> tuple[int, ...] | None:
+        """The ISR plus the followers that caught up to the high watermark (None: no change).
+        Only ``live`` brokers (when given) come back: one whose ZooKeeper session ended would
+        be taken out again by the controller at once (KIP-841)."""
         with self._lock:
             if self.role != LEADER:
                 return None
             hw = self.log.high_watermark
             back = [r for r, f in self._followers.items()
-                    if r not in self.isr and f.log_end_offset >= max(hw, self.epoch_start_offset)]
+                    if r not in self.isr and f.log_end_offset >= max(hw, self.epoch_start_offset)
+                    and (live is None or r in live)]
             if not back:
                 return None
             members = set(self.isr) | set(back)

@@ -197,7 +197,12 @@ class ReplicaFetcher:
 
     def _answers(self, topics, parts, partition_field: str, topic_field: str = "topic"):
         """``(tp, state, log, partition answer)`` per answered partition still followed here; a
-        partition the leader refuses (other than OFFSET_OUT_OF_RANGE) is paused instead."""
+        partition the leader refuses (other than OFFSET_OUT_OF_RANGE) is paused instead.
+
+        Each answer is handed out under the fetcher's lock and only while the partition is
+        still followed in the same state: one removed (or re-added for a new leader) while the
+        request was in flight must not be touched by the old leader's answer, and ``remove``
+        returning means no such answer is being applied (Kafka's partitionMapLock)."""
         for t in topics:
             for p in t.partitions:
                 tp = (getattr(t, topic_field), getattr(p, partition_field))
@@ -207,7 +212,9 @@ class ReplicaFetcher:
                 if p.error_code not in (_NONE, _OUT_OF_RANGE):
                     self._pause(tp, st, errors.ERROR_NAMES.get(p.error_code, str(p.error_code)))
                     continue
-                yield tp, st, lg, p
+                with self._lock:
+                    if self._parts.get(tp) is st:
+                        yield tp, st, lg, p
 
     # --- truncation by leader epoch ---
     def _truncate(self, conn: BrokerConnection, todo) -> None:

@@ -193,10 +193,11 @@ class ReplicaManager:
 
     def _maintain_isr(self) -> None:
         now = wall_clock_ms()
+        live = self.metadata.brokers()
         for tp, p in list(self._partitions.items()):
             if p.role != LEADER:
                 continue
-            new = p.isr_to_shrink(now, self._lag_ms) or p.isr_to_expand()
+            new = p.isr_to_shrink(now, self._lag_ms) or p.isr_to_expand(live)
             if new is None:
                 continue
             st = self.metadata.state(*tp)

@@ -48,14 +48,20 @@ def zk_client(connect: str) -> KazooClient:
 
 
 class BrokerProc:
-    def __init__(self, directory: str, connect: str, broker_id: int, port: int | None = None, **props):
+    """One ``fastkafka serve`` process listening on ``host`` (127.0.0.1); with ``netns`` it runs
+    inside that network namespace (``ip netns exec``) and ``host`` is the namespace's address."""
+
+    def __init__(self, directory: str, connect: str, broker_id: int, port: int | None = None,
+                 host: str = "127.0.0.1", netns: str | None = None, **props):
         self.broker_id = broker_id
         self.port = port or free_port()
+        self.host = host
+        self.netns = netns
         self.log_dir = os.path.join(directory, f"broker{broker_id}")
         self.stderr_path = os.path.join(directory, f"broker{broker_id}.{time.monotonic_ns()}.log")
         self.props = {
             "zookeeper.connect": connect, "broker.id": broker_id,
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": self.log_dir,
+            "listeners": f"PLAINTEXT://{host}:{self.port}", "log.dirs": self.log_dir,
             "zookeeper.session.timeout.ms": SESSION_MS, "zookeeper.connection.timeout.ms": 20000,
             "offsets.topic.num.partitions": 6, "group.initial.rebalance.delay.ms": 0,
             "num.partitions": 1,
@@ -65,10 +71,12 @@ class BrokerProc:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def start(self) -> "BrokerProc":
         args = [sys.executable, "-m", "fastkafka", "serve"]
+        if self.netns:
+            args = ["ip", "netns", "exec", self.netns] + args
         for k, v in self.props.items():
             args += ["--override", f"{k}={v}"]
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -108,12 +116,16 @@ class BrokerProc:
 
 
 class Cluster(StartStop):
-    """``n`` brokers with ids 1..n; a kazoo client (``zk``) for the tests' own look at the znodes."""
+    """``n`` brokers with ids 1..n; a kazoo client (``zk``) for the tests' own look at the znodes.
+    ``hosts`` places broker ``i`` at ``hosts[i] = (address, network namespace)`` (see :mod:`netns`)."""
 
-    def __init__(self, directory, connect: str, n: int = 3, **props):
+    def __init__(self, directory, connect: str, n: int = 3, hosts: dict[int, tuple[str, str]] | None = None,
+                 **props):
         self.directory = str(directory)
         self.connect = connect
-        self.brokers = {i: BrokerProc(self.directory, connect, i, **props) for i in range(1, n + 1)}
+        where = {i: {"host": host, "netns": netns} for i, (host, netns) in (hosts or {}).items()}
+        self.brokers = {i: BrokerProc(self.directory, connect, i, **where.get(i, {}), **props)
+                        for i in range(1, n + 1)}
         self.zk: KazooClient | None = None
 
     @property

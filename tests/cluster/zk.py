@@ -38,10 +38,10 @@ def java_available() -> bool:
     return os.path.exists(JAR) and shutil.which("java") is not None
 
 
-def four_letter(port: int, word: str = "srvr", timeout: float = 1.0) -> str:
+def four_letter(port: int, word: str = "srvr", timeout: float = 1.0, host: str = "127.0.0.1") -> str:
     """The server's answer to a four-letter word, or '' if it does not answer."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        with socket.create_connection((host, port), timeout=timeout) as s:
             s.sendall(word.encode())
             chunks = []
             while True:
@@ -70,19 +70,24 @@ class StartStop:
 
 
 class Ensemble(StartStop):
-    """``size`` ZooKeeper servers on 127.0.0.1; ``connect`` is the kazoo/Kafka connect string."""
+    """``size`` ZooKeeper servers on ``host`` (127.0.0.1); ``connect`` is the kazoo/Kafka connect
+    string. With ``netns`` they run inside that network namespace (``ip netns exec``): a host of
+    :mod:`netns`, whose address ``host`` then is."""
 
-    def __init__(self, directory, size: int = 1, tick_ms: int = TICK_MS):
+    def __init__(self, directory, size: int = 1, tick_ms: int = TICK_MS, host: str = "127.0.0.1",
+                 netns: str | None = None):
         self.directory = str(directory)
         self.size = size
         self.tick_ms = tick_ms
+        self.host = host
+        self.netns = netns
         self.client_ports = [free_port() for _ in range(size)]
         self.peer_ports = [(free_port(), free_port()) for _ in range(size)] if size > 1 else []
         self.procs: dict[int, subprocess.Popen] = {}
 
     @property
     def connect(self) -> str:
-        return ",".join(f"127.0.0.1:{p}" for p in self.client_ports)
+        return ",".join(f"{self.host}:{p}" for p in self.client_ports)
 
     def _config(self, sid: int) -> str:
         data = os.path.join(self.directory, f"zk{sid}")
@@ -92,7 +97,7 @@ class Ensemble(StartStop):
             "initLimit=20", "syncLimit=10",
             f"dataDir={data}",
             f"clientPort={self.client_ports[sid - 1]}",
-            "clientPortAddress=127.0.0.1",
+            f"clientPortAddress={self.host}",
             "admin.enableServer=false",
             "4lw.commands.whitelist=srvr,ruok,stat",
             "maxClientCnxns=0",
@@ -101,7 +106,7 @@ class Ensemble(StartStop):
         if self.size > 1:
             with open(os.path.join(data, "myid"), "w") as f:
                 f.write(f"{sid}\n")
-            lines += [f"server.{i + 1}=127.0.0.1:{a}:{b}" for i, (a, b) in enumerate(self.peer_ports)]
+            lines += [f"server.{i + 1}={self.host}:{a}:{b}" for i, (a, b) in enumerate(self.peer_ports)]
         path = os.path.join(self.directory, f"zoo{sid}.cfg")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -110,8 +115,9 @@ class Ensemble(StartStop):
     def start_server(self, sid: int) -> None:
         cfg = self._config(sid)
         log = open(os.path.join(self.directory, f"zk{sid}.log"), "ab")
+        netns = ["ip", "netns", "exec", self.netns] if self.netns else []
         self.procs[sid] = subprocess.Popen(
-            ["java", "-Xmx96m", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            netns + ["java", "-Xmx96m", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              "-Dzookeeper.jmx.log4j.disable=true", "-cp", f"{JAR}:{LOGGER}", MAIN, cfg],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()
@@ -124,7 +130,7 @@ class Ensemble(StartStop):
 
     def mode(self, sid: int) -> str:
         """'standalone', 'leader', 'follower' or '' (not serving)."""
-        for line in four_letter(self.client_ports[sid - 1]).splitlines():
+        for line in four_letter(self.client_ports[sid - 1], host=self.host).splitlines():
             if line.startswith("Mode:"):
                 return line.split(":", 1)[1].strip()
         return ""

@@ -81,3 +81,14 @@ def test_a_follower_removed_by_the_controller_needs_a_new_fetch_to_rejoin(tmp_pa
     assert p.isr_to_expand() is None          # its last position does not bring a dead broker back
     p.follower_fetched(2, 3, now=30)          # it is back and caught up
     assert p.isr_to_expand() == (1, 2, 3)
+
+
+def test_a_follower_without_a_zookeeper_session_does_not_rejoin(tmp_path):
+    """KIP-841: a broker the controller dropped for its lost session keeps fetching (it has not
+    noticed yet); the leader must not re-admit it until it is registered again."""
+    p = leader(tmp_path)
+    append(p.log, 3)
+    p.become_leader(epoch=5, replicas=(1, 2, 3), isr=(1, 3), version=1, now=20)
+    p.follower_fetched(2, 3, now=30)
+    assert p.isr_to_expand(live={1, 3}) is None
+    assert p.isr_to_expand(live={1, 2, 3}) == (1, 2, 3)
