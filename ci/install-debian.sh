@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite drives for real, only when they are missing:
 #   zookeeper (cluster tests), kcat (librdkafka 2.0.2 client tests), a JRE (ZooKeeper and Spark),
-#   openssl (the security tests make their certificates with it).
+#   openssl (the security tests make their certificates with it), iproute2 (the network-partition
+#   tests build their hosts with ip netns).
 set -euo pipefail
 
 need=()
@@ -9,6 +10,7 @@ need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 SUDO=""
