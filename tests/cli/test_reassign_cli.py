@@ -173,7 +173,10 @@ def test_preferred_election_after_a_restart_moves_leadership_back(cluster, capsy
 
     rc, out, err = tool(leader_election, cluster.bootstrap, capsys, "--election-type", "PREFERRED",
                         "--all-topic-partitions")
-    assert rc == 0, err
+    # other tests' topics share the cluster: one of theirs may have no preferred replica in sync
+    # (exit 1, as Kafka's tool); none of this topic's may fail
+    assert rc == 0 or "replica(s) could not be elected" in err, err
+    assert not [ln for ln in out.splitlines() if ln.startswith("Error") and "pref-" in ln], out
     [line] = [ln for ln in out.splitlines() if ln.startswith("Successfully completed leader election (PREFERRED)")]
     assert all(f"pref-{p}" in line.split(" for partitions ")[1].split(", ") for p in away), out
     assert leaders(cluster, "pref", 3) == preferred
