@@ -237,8 +237,8 @@ class Controller:
         every partition anywhere but on the controller, raises NOT_CONTROLLER."""
         if not self.active:
             if partitions is None:
-                raise errors.NotControllerError("This is not the correct controller for this cluster.")
-            return {tp: errors.NotControllerError("This is not the correct controller for this cluster.")
+                raise election.not_controller()
+            return {tp: election.not_controller()
                     for tp in partitions}
         with self._mutex:
             live, eligible = self._brokers()
@@ -250,7 +250,7 @@ class Controller:
                 replicas = assignments.get(tp[0], {}).get(tp[1])
                 read = self._state(*tp) if replicas else None
                 if read is None:
-                    out[tp] = errors.UnknownTopicOrPartitionError("The partition does not exist.")
+                    out[tp] = election.no_such_partition()
                     continue
                 state, version = read
                 try:
@@ -295,7 +295,7 @@ class Controller:
         """Start (a replica tuple) or cancel (None) the reassignment of each ``(topic, partition)``
         in ``wanted``; per partition None or the Kafka error that refused it."""
         if not self.active:
-            return {tp: errors.NotControllerError("This is not the correct controller for this cluster.")
+            return {tp: election.not_controller()
                     for tp in wanted}
         out: dict[tuple[str, int], errors.KafkaError | None] = {}
         by_topic: dict[str, dict[int, tuple[int, ...] | None]] = {}
@@ -313,13 +313,13 @@ class Controller:
         for _ in range(5):       # a concurrent change of the topic znode: start over from it
             found = list(self._assignments([topic]))
             if not found:
-                return {(topic, p): errors.UnknownTopicOrPartitionError("The partition does not exist.")
+                return {(topic, p): election.no_such_partition()
                         for p in changes}
             _, a, version = found[0]
             for p, target in changes.items():
                 try:
                     if p not in a.partitions:
-                        raise errors.UnknownTopicOrPartitionError("The partition does not exist.")
+                        raise election.no_such_partition()
                     if target is None:
                         a = reassignment.cancel(a, p)
                     elif not set(target) <= live:
@@ -342,7 +342,7 @@ class Controller:
         """``{(topic, partition): (replicas, adding, removing)}`` of the reassignments under way
         (of ``wanted`` partitions, None: all). Raises NOT_CONTROLLER on any other broker."""
         if not self.active:
-            raise errors.NotControllerError("This is not the correct controller for this cluster.")
+            raise election.not_controller()
         topics = None if wanted is None else sorted({t for t, _ in wanted})
         out = {}
         for topic, a, _ in self._assignments(topics):

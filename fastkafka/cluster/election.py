@@ -33,9 +33,23 @@ from fastkafka import errors
 
 from .znodes import NO_LEADER, PartitionState
 
-__all__ = ["PREFERRED", "UNCLEAN", "reconciled", "preferred", "unclean", "initial"]
+__all__ = ["PREFERRED", "UNCLEAN", "reconciled", "preferred", "unclean", "initial", "not_controller",
+           "no_such_partition", "election_not_needed"]
 
 PREFERRED, UNCLEAN = 0, 1     # ElectLeaders' election_type
+
+
+def not_controller() -> errors.NotControllerError:
+    """What a broker that is not the active controller answers an election or reassignment."""
+    return errors.NotControllerError("This is not the correct controller for this cluster.")
+
+
+def election_not_needed() -> errors.ElectionNotNeededError:
+    return errors.ElectionNotNeededError("Leader election not needed for topic partition.")
+
+
+def no_such_partition() -> errors.UnknownTopicOrPartitionError:
+    return errors.UnknownTopicOrPartitionError("The partition does not exist.")
 
 
 def initial(replicas: tuple[int, ...], live, eligible, controller_epoch: int) -> PartitionState:
@@ -76,7 +90,7 @@ def preferred(state: PartitionState, replicas: tuple[int, ...], eligible,
     already leads, PREFERRED_LEADER_NOT_AVAILABLE when it is down or out of sync."""
     first = replicas[0]
     if state.leader == first:
-        raise errors.ElectionNotNeededError("Leader election not needed for topic partition.")
+        raise election_not_needed()
     if first not in eligible or first not in state.isr:
         raise errors.PreferredLeaderNotAvailableError(
             f"Failed to elect leader: preferred replica {first} is not live and in sync "
@@ -90,7 +104,7 @@ def unclean(state: PartitionState, replicas: tuple[int, ...], live, eligible,
     ISR. Raises ELECTION_NOT_NEEDED when it has a live leader, ELIGIBLE_LEADERS_NOT_AVAILABLE
     when no replica is up."""
     if state.leader in live:
-        raise errors.ElectionNotNeededError("Leader election not needed for topic partition.")
+        raise election_not_needed()
     new = reconciled(state, replicas, live, eligible, True, controller_epoch)
     if new is None or new.leader == NO_LEADER:
         raise errors.EligibleLeadersNotAvailableError(

@@ -26,6 +26,7 @@ import time
 
 from fastkafka import errors
 from fastkafka import protocol as P
+from fastkafka.cluster.election import election_not_needed, no_such_partition
 from fastkafka.cluster.embedded import EmbeddedMetadata
 from fastkafka.config import ConfigException, KafkaConfig
 from fastkafka.log import LogManager
@@ -238,9 +239,8 @@ class Broker:
             topics = self.metadata.topics()
             wanted = partitions if partitions is not None else [
                 (t, p) for t, info in topics.items() for p in range(info.partitions)]
-            return {(t, p): errors.ElectionNotNeededError("Leader election not needed for topic partition.")
-                    if t in topics and 0 <= p < topics[t].partitions
-                    else errors.UnknownTopicOrPartitionError("The partition does not exist.") for t, p in wanted}
+            return {(t, p): election_not_needed() if t in topics and 0 <= p < topics[t].partitions
+                    else no_such_partition() for t, p in wanted}
         results = self.controller.elect_leaders(election_type, partitions)
         deadline = time.monotonic() + timeout_ms / 1000
         for tp, leader in results.items():

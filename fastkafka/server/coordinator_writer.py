@@ -35,13 +35,11 @@ from typing import Callable
 
 from fastkafka import errors
 
-from .handlers.produce import _acks_all_code as acks_all_code
-from .partition import LEADER
+from .partition import ACKS_ALL, LEADER, acks_all_code, append_as_leader  # noqa: F401 (LEADER: the example)
 from .purgatory import DelayedOperation
 
 __all__ = ["CoordinatorPartitionWriter"]
 
-ACKS_ALL = -1
 _NOT_LEADER = errors.NotLeaderOrFollowerError.code
 _TIMED_OUT = errors.RequestTimedOutError.code
 
@@ -84,17 +82,12 @@ class CoordinatorPartitionWriter:
         key = (self.topic, partition)
         lg = self.topics.log(*key)              # NOT_LEADER_OR_FOLLOWER unless the metadata says here
         part = self.replicas.get(*key)
-        if part is None or part.role != LEADER:
+        if part is None:
             raise errors.NotLeaderOrFollowerError(f"{self.topic}-{partition}: this broker does not lead it")
-        acks_all = self.required_acks == ACKS_ALL
-        if acks_all and len(part.isr) < lg.config.min_insync_replicas:
-            raise errors.NotEnoughReplicasError(
-                f"{self.topic}-{partition}: {len(part.isr)} in-sync replicas, min.insync.replicas is "
-                f"{lg.config.min_insync_replicas}")
-        info = lg.append(batch, leader_epoch=part.leader_epoch)
+        info = append_as_leader(lg, part, batch, self.required_acks)
         if on_replicated is None:
             return
-        if not acks_all:
+        if self.required_acks != ACKS_ALL:
             on_replicated(0)
             return
         op = DelayedCoordinatorWrite(self.timeout_ms, lg, part, info.last_offset + 1, on_replicated)

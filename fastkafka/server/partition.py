@@ -30,9 +30,38 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["Partition", "LEADER", "FOLLOWER", "NONE"]
+from fastkafka import errors
+
+__all__ = ["Partition", "LEADER", "FOLLOWER", "NONE", "ACKS_ALL", "append_as_leader", "acks_all_code"]
 
 NONE, LEADER, FOLLOWER = "none", "leader", "follower"
+ACKS_ALL = -1
+_NOT_LEADER = errors.NotLeaderOrFollowerError.code
+_TOO_FEW_AFTER = errors.NotEnoughReplicasAfterAppendError.code
+
+
+def append_as_leader(lg, part, records, acks: int):
+    """Append ``records`` to the leader's log ``lg`` of ``part`` in its leader epoch: what a
+    produced batch and a coordinator's write share. NOT_LEADER_OR_FOLLOWER when this broker no
+    longer leads; NOT_ENOUGH_REPLICAS before the append when acks=all and the ISR is smaller
+    than ``min.insync.replicas``. Returns the log's append info."""
+    if part.role != LEADER:
+        raise errors.NotLeaderOrFollowerError(f"{part.topic}-{part.partition}: this broker no longer leads it")
+    if acks == ACKS_ALL and len(part.isr) < lg.config.min_insync_replicas:
+        raise errors.NotEnoughReplicasError(
+            f"{part.topic}-{part.partition}: {len(part.isr)} in-sync replicas, min.insync.replicas is "
+            f"{lg.config.min_insync_replicas}")
+    return lg.append(records, leader_epoch=part.leader_epoch)
+
+
+def acks_all_code(lg, part, required: int) -> int | None:
+    """The answer of a write waiting for acks=all until the high watermark reaches
+    ``required``, or None while it must wait."""
+    if part.role != LEADER or lg.deleted:
+        return _NOT_LEADER
+    if lg.high_watermark < required:
+        return None
+    return 0 if len(part.isr) >= lg.config.min_insync_replicas else _TOO_FEW_AFTER
 
 
 class _Follower:

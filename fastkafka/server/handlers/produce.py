@@ -27,7 +27,7 @@ from fastkafka.records import magic_of
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, AclOperation
 from ..dispatch import DELAYED
 from ..purgatory import DelayedOperation
-from ..partition import LEADER
+from ..partition import ACKS_ALL, acks_all_code, append_as_leader
 from ..topics import EMBEDDED_LEADER_EPOCH
 from .failure import failure
 
@@ -37,11 +37,8 @@ __all__ = ["handle_produce"]
 _INVALID_ACKS = errors.InvalidRequiredAcksError.code
 _UNSUPPORTED_FORMAT = errors.UnsupportedForMessageFormatError.code
 _TIMED_OUT = errors.RequestTimedOutError.code
-_NOT_LEADER = errors.NotLeaderOrFollowerError.code
-_TOO_FEW_AFTER = errors.NotEnoughReplicasAfterAppendError.code
 _TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
 _TXN_DENIED = errors.TransactionalIdAuthorizationFailedError.code
-ACKS_ALL = -1
 
 
 def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
@@ -62,26 +59,11 @@ def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     if part is None:
         info = lg.append(records, leader_epoch=EMBEDDED_LEADER_EPOCH)
         return 0, info.base_offset, info.log_append_time, info.log_start_offset, None
-    if part.role != LEADER:
-        raise errors.NotLeaderOrFollowerError(f"{topic}-{partition}: this broker no longer leads it")
-    if acks == ACKS_ALL and len(part.isr) < lg.config.min_insync_replicas:
-        raise errors.NotEnoughReplicasError(
-            f"{topic}-{partition}: {len(part.isr)} in-sync replicas, min.insync.replicas is "
-            f"{lg.config.min_insync_replicas}")
-    info = lg.append(records, leader_epoch=part.leader_epoch)
+    info = append_as_leader(lg, part, records, acks)
     waiting = None
     if acks == ACKS_ALL and lg.high_watermark <= info.last_offset:
         waiting = (lg, part, info.last_offset + 1)
     return 0, info.base_offset, info.log_append_time, info.log_start_offset, waiting
-
-
-def _acks_all_code(lg, part, required: int) -> int | None:
-    """The answer of a partition waiting for acks=all, or None while it must wait."""
-    if part.role != LEADER or lg.deleted:
-        return _NOT_LEADER
-    if lg.high_watermark < required:
-        return None
-    return 0 if len(part.isr) >= lg.config.min_insync_replicas else _TOO_FEW_AFTER
 
 
 class DelayedProduce(DelayedOperation):
@@ -93,13 +75,13 @@ class DelayedProduce(DelayedOperation):
         self.ctx, self.results, self.waiting = ctx, results, waiting
 
     def try_complete(self) -> bool:
-        if all(_acks_all_code(*w) is not None for _, w in self.waiting):
+        if all(acks_all_code(*w) is not None for _, w in self.waiting):
             return self.force_complete()
         return False
 
     def on_complete(self) -> None:
         for kw, w in self.waiting:
-            code = _acks_all_code(*w)
+            code = acks_all_code(*w)
             kw["error_code"] = _TIMED_OUT if code is None else code
         self.ctx.send(_response(self.ctx, self.results))
 

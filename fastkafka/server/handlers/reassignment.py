@@ -8,6 +8,7 @@ nothing is ever under way.
 from __future__ import annotations
 
 from fastkafka import errors
+from fastkafka.cluster.election import no_such_partition, not_controller
 
 from ..authorizer import AclOperation
 
@@ -28,8 +29,7 @@ def handle_alter_partition_reassignments(ctx, req):
     if controller is None:
         results = {tp: _embedded_alter(ctx.broker, tp, target) for tp, target in wanted.items()}
     elif not controller.active:
-        return _refused(ctx, errors.NotControllerError("This is not the correct controller for this cluster."),
-                        responses=[])
+        return _refused(ctx, not_controller(), responses=[])
     else:
         results = controller.alter_reassignments(wanted)
     responses: dict[str, list] = {}
@@ -43,7 +43,7 @@ def handle_alter_partition_reassignments(ctx, req):
 def _embedded_alter(broker, tp, target):
     info = broker.metadata.topics().get(tp[0])
     if info is None or not 0 <= tp[1] < info.partitions:
-        return errors.UnknownTopicOrPartitionError("The partition does not exist.")
+        return no_such_partition()
     if target is None:
         return errors.NoReassignmentInProgressError(f"No reassignment in progress for partition {tp[1]}.")
     if target != (broker.broker_id,):
