@@ -65,10 +65,12 @@ def acks_all_code(lg, part, required: int) -> int | None:
 
 
 class _Follower:
-    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "leader_end_at_last_fetch")
+    __slots__ = ("log_end_offset", "log_start_offset", "last_caught_up_ms", "last_fetch_ms",
+                 "leader_end_at_last_fetch")
 
     def __init__(self, now: int):
         self.log_end_offset = -1
+        self.log_start_offset = -1        # unknown until its first fetch (v5+) says it
         self.last_caught_up_ms = now      # a new leader gives every follower a full lag period
         self.last_fetch_ms = now
         self.leader_end_at_last_fetch = -1
@@ -163,6 +165,26 @@ class Partition:
             f.last_fetch_ms = now
             f.leader_end_at_last_fetch = end
             return replica_id in self.isr and self._maybe_increment_hw()
+
+    def follower_log_start(self, replica_id: int, offset: int) -> bool:
+        """A follower's fetch said its log starts at ``offset``; True when that changed."""
+        with self._lock:
+            f = self._followers.get(replica_id)
+            if self.role != LEADER or f is None or f.log_start_offset == offset:
+                return False
+            f.log_start_offset = offset
+            return True
+
+    def low_watermark(self, live) -> int:
+        """The smallest log start offset over this leader and its followers on ``live`` brokers
+        (Kafka's lowWatermarkIfLeader): records below it are gone from every live replica, what
+        DeleteRecords waits for. -1 while such a follower has not said where its log starts."""
+        with self._lock:
+            low = self.log.log_start_offset
+            for r, f in self._followers.items():
+                if r in live:
+                    low = min(low, f.log_start_offset)
+            return low
 
     def _maybe_increment_hw(self) -> bool:
         ends = [self.log.log_end_offset]

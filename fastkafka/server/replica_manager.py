@@ -61,6 +61,7 @@ class ReplicaManager:
         self.metadata = metadata
         self.fetch_purgatory = fetch_purgatory
         self.produce_purgatory = Purgatory("produce")
+        self.delete_records_purgatory = Purgatory("delete-records")
         self._lag_ms = config["replica.lag.time.max.ms"]
         self._fetchers_per_leader = config["num.replica.fetchers"]
         self._listener, self._security = inter_broker_security(config)
@@ -88,6 +89,7 @@ class ReplicaManager:
         for f in fetchers:
             f.stop()
         self.produce_purgatory.shutdown()
+        self.delete_records_purgatory.shutdown()
 
     def leave(self) -> None:
         """Controlled shutdown: stop following, so that no leader re-admits this broker to an ISR
@@ -99,15 +101,23 @@ class ReplicaManager:
     def get(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
 
-    def follower_fetched(self, topic: str, partition: int, replica_id: int, fetch_offset: int) -> None:
-        """A follower's fetch (handler thread): its position moves the high watermark."""
+    def follower_fetched(self, topic: str, partition: int, replica_id: int, fetch_offset: int,
+                         log_start_offset: int = -1) -> None:
+        """A follower's fetch (handler thread): its position moves the high watermark, its log
+        start offset (Fetch v5+) the low watermark that DeleteRecords waits for."""
         p = self._partitions.get((topic, partition))
         if p is None:
             return
         if p.follower_fetched(replica_id, fetch_offset, wall_clock_ms()):
             self.high_watermark_moved(topic, partition)
+        if log_start_offset >= 0 and p.follower_log_start(replica_id, log_start_offset):
+            self.delete_records_purgatory.check((topic, partition))
         if replica_id not in p.isr and p.role == LEADER:
             self._wake.set()     # it may be back in sync: the manager's thread writes the ISR
+
+    def low_watermark(self, part: Partition) -> int:
+        """``part``'s low watermark over the live brokers (see :meth:`Partition.low_watermark`)."""
+        return part.low_watermark(self.metadata.brokers())
 
     def high_watermark_moved(self, topic: str, partition: int) -> None:
         key = (topic, partition)
@@ -170,6 +180,8 @@ class ReplicaManager:
         for tp, p in parts.items():
             if p.role != LEADER:   # requests waiting on a leadership this broker lost answer now
                 self.produce_purgatory.check(tp)
+            # a lost leadership answers, a dead follower no longer holds the low watermark back
+            self.delete_records_purgatory.check(tp)
         for tp in led:   # a new ISR (the controller dropped a dead follower) may have moved the high watermark
             self.high_watermark_moved(*tp)
 

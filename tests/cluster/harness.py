@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
 
 from kazoo.client import KazooClient
 
+from fastkafka import protocol as P
 from fastkafka.cluster import znodes
+from fastkafka.protocol import ApiKey
 
 from zk import StartStop, free_port
 
@@ -32,6 +36,18 @@ def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05, what: str
             return value
         time.sleep(interval)
     raise TimeoutError(f"timed out waiting for {what}")
+
+
+def raw_call(port: int, key: int, version: int, body, host: str = "127.0.0.1"):
+    """One request on a fresh connection; the decoded response."""
+    with socket.create_connection((host, port), timeout=10) as s:
+        s.sendall(P.encode_request(key, version, 1, body, "cluster-test"))
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            chunk = s.recv(65536)
+            assert chunk, "broker closed the connection"
+            buf += chunk
+        return P.decode_response(key, version, buf[4:])[1]
 
 
 def zk_client(connect: str) -> KazooClient:
@@ -152,8 +168,19 @@ class Cluster(StartStop):
                 b = self.brokers.get(i)
                 if b is not None and b.proc is not None and not b.alive():
                     raise RuntimeError(f"broker {i} exited: {b.output()[-3000:]}")
-            return self.registered() == ids
-        wait_for(ok, timeout, what=f"brokers {sorted(ids)} registered (have {sorted(self.registered())})")
+            return self.registered() == ids and all(self.sees(i) == ids for i in ids if i in self.brokers)
+        wait_for(ok, timeout, what=f"brokers {sorted(ids)} registered and seen by each other "
+                                   f"(have {sorted(self.registered())})")
+
+    def sees(self, i: int) -> set[int]:
+        """The broker ids broker ``i``'s Metadata answers (its own view of /brokers/ids, which
+        follows ZooKeeper by a watch: CreateTopics checks a replication factor against it)."""
+        b = self.brokers[i]
+        try:
+            answer = raw_call(b.port, ApiKey.METADATA, 1, {"topics": []}, b.host)
+        except OSError:
+            return set()
+        return {n.node_id for n in answer.brokers}
 
     def controller(self) -> int:
         try:

@@ -2,8 +2,6 @@
 import json
 import os
 import signal
-import socket
-import struct
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -13,13 +11,12 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from fastkafka import errors
-from fastkafka import protocol as P
 from fastkafka import records
 from fastkafka.cluster import znodes
 from fastkafka.cluster.producer_ids import ZkBlockStore
 from fastkafka.protocol import ApiKey
 
-from harness import SESSION_MS, BrokerProc, Cluster, wait_for, zk_client
+from harness import SESSION_MS, BrokerProc, Cluster, raw_call, wait_for, zk_client
 from zk import Ensemble, java_available
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
@@ -61,18 +58,6 @@ def consume(bootstrap: str, topic: str, partitions, expect: int, timeout: float 
             got.append((m.partition(), m.value()))
     c.close()
     return got
-
-
-def raw_call(port: int, key: int, version: int, body):
-    """One request on a fresh connection; the decoded response."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(P.encode_request(key, version, 1, body, "cluster-test"))
-        buf = b""
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
-            chunk = s.recv(65536)
-            assert chunk, "broker closed the connection"
-            buf += chunk
-        return P.decode_response(key, version, buf[4:])[1]
 
 
 def leaders(cluster, topic: str, n: int) -> dict[int, int]:

@@ -8,6 +8,7 @@ answer, so DeleteRecords (and retention) on the leader is the same on every repl
 and OffsetForLeaderEpoch answer at the leader, fenced by the leader epoch; a debugging
 ListOffsets (replica id -2) reads a follower's own log."""
 import os
+import signal
 import time
 
 import pytest
@@ -17,14 +18,15 @@ from confluent_kafka.admin import AdminClient
 from fastkafka import records
 from fastkafka.protocol import ApiKey
 
-from harness import wait_for
+from harness import Cluster, wait_for
 from test_cluster import raw_call
-from test_replication import create_replicated, produce_raw
+from test_replication import LONG_SESSION_MS, create_replicated, produce_raw
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
 
 TOPIC = "starts"
-NOT_LEADER, FENCED, UNKNOWN_EPOCH = 6, 74, 75
+NOT_LEADER, REQUEST_TIMED_OUT, FENCED, UNKNOWN_EPOCH = 6, 7, 74, 75
+OFFSET_OUT_OF_RANGE = 1
 CONSUMER, DEBUG = -1, -2
 
 
@@ -54,6 +56,14 @@ def delete_records(cluster, offset: int) -> int:
     a = AdminClient({"bootstrap.servers": cluster.bootstrap})
     futures = a.delete_records([TopicPartition(TOPIC, 0, offset)], operation_timeout=15)
     return next(iter(futures.values())).result().low_watermark
+
+
+def delete_records_raw(port: int, offset: int, timeout_ms: int = 15000) -> tuple[int, int]:
+    """(error code, low watermark) of a DeleteRecords v1 of partition 0."""
+    body = {"topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": offset}]}],
+            "timeout_ms": timeout_ms}
+    p = raw_call(port, ApiKey.DELETE_RECORDS, 1, body).topics[0].partitions[0]
+    return p.error_code, p.low_watermark
 
 
 def partition_dir(cluster, broker_id: int) -> str:
@@ -122,11 +132,11 @@ def test_a_follower_away_while_the_log_start_moved_starts_over_there(cluster):
     assert offset_for_epoch(lport, epoch, current_epoch=epoch + 1)[0] == UNKNOWN_EPOCH
     assert offset_for_epoch(away_port, epoch)[0] == NOT_LEADER
 
-    # in sync, the followers follow the leader's log start: DeleteRecords is everyone's
+    # in sync, the followers follow the leader's log start: DeleteRecords is everyone's, and
+    # answers once every live replica dropped the records
     assert delete_records(cluster, 60) == 60
     for b in cluster.brokers:
-        port = cluster.brokers[b].port
-        wait_for(lambda port=port: list_offsets(port, -2, DEBUG)[:2] == (0, 60), 30, what=f"broker {b} starting at 60")
+        assert list_offsets(cluster.brokers[b].port, -2, DEBUG)[:2] == (0, 60), b
         bases = segment_bases(cluster, b)
         assert bases[0] <= 60 and (len(bases) == 1 or bases[1] > 60), (b, bases)   # nothing wholly below
     assert batches_from(cluster, away, 60) == batches_from(cluster, leader, 60) == batches_from(cluster, other, 60)
@@ -145,3 +155,43 @@ def test_a_follower_away_while_the_log_start_moved_starts_over_there(cluster):
     assert list_offsets(nport, 1, current_epoch=new_epoch) == (0, 60, epoch)     # by timestamp
     assert offset_for_epoch(nport, epoch, current_epoch=new_epoch) == (0, epoch, 73)
     assert offset_for_epoch(nport, epoch, current_epoch=epoch)[0] == FENCED
+
+
+def test_delete_records_waits_for_the_live_followers(ensemble, tmp_path, request):
+    """DeleteRecords is answered by the leader (NOT_LEADER_OR_FOLLOWER elsewhere) once the low
+    watermark — the smallest log start offset over the leader and its followers on live
+    brokers — reached the offset; a live follower that does not fetch holds it back until
+    ``timeout_ms`` (REQUEST_TIMED_OUT with the low watermark reached so far), a dead one does not."""
+    with Cluster(tmp_path, f"{ensemble.connect}/{request.node.name}", 3,
+                 **{"zookeeper.session.timeout.ms": LONG_SESSION_MS}) as cluster:   # outlasts the pause
+        delete_records_while_a_follower_pauses(cluster)
+
+
+def delete_records_while_a_follower_pauses(cluster):
+    create_replicated(cluster, TOPIC, 1)
+    leader = cluster.state(TOPIC, 0).leader
+    lport = cluster.brokers[leader].port
+    paused, other = [b for b in cluster.brokers if b != leader]
+    for i in range(30):
+        assert produce_raw(lport, TOPIC, 0, acks=-1, value=b"%02d" % i) == 0
+
+    assert delete_records_raw(cluster.brokers[other].port, 5) == (NOT_LEADER, -1)
+    assert delete_records_raw(lport, 31) == (OFFSET_OUT_OF_RANGE, -1)       # past the high watermark
+    assert delete_records_raw(lport, 5) == (0, 5)
+    for b in cluster.brokers:
+        assert list_offsets(cluster.brokers[b].port, -2, DEBUG)[:2] == (0, 5), b
+
+    cluster.brokers[paused].signal(signal.SIGSTOP)      # alive (its session lasts), fetching nothing
+    try:
+        time.sleep(0.6)                                  # its fetch in flight (replica.fetch.wait.max.ms) is over
+        t0 = time.monotonic()
+        assert delete_records_raw(lport, 10, timeout_ms=1500) == (REQUEST_TIMED_OUT, 5)
+        assert time.monotonic() - t0 >= 1.4
+        assert list_offsets(lport, -2)[:2] == (0, 10)            # the leader did delete
+    finally:
+        cluster.brokers[paused].signal(signal.SIGCONT)
+    assert delete_records_raw(lport, 10) == (0, 10)              # it caught up: answered at once
+
+    cluster.brokers[paused].kill()                               # a dead follower holds nothing back
+    wait_for(lambda: paused not in cluster.registered(), 30, what="the killed broker unregistered")
+    assert delete_records_raw(lport, -1) == (0, 30)              # -1: up to the high watermark

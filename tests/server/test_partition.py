@@ -30,6 +30,20 @@ def test_high_watermark_is_the_smallest_end_over_the_isr(tmp_path):
     assert p.follower_fetched(9, 10, now=3) is False     # not a replica of this partition
 
 
+
+def test_low_watermark_is_the_smallest_log_start_over_live_replicas(tmp_path):
+    p = leader(tmp_path, isr=(1, 2))                     # 3 is out of the ISR but counts while alive
+    lg = p.log
+    append(lg, 10)
+    p.follower_fetched(2, 10, now=1)
+    lg.delete_records(6)
+    assert p.low_watermark(live={1, 2, 3}) == -1         # nobody said where their logs start
+    assert p.follower_log_start(2, 6) is True and p.follower_log_start(2, 6) is False
+    assert p.follower_log_start(3, 2) is True
+    assert p.low_watermark(live={1, 2, 3}) == 2
+    assert p.low_watermark(live={1, 2}) == 6             # a dead broker holds nothing back
+    assert p.follower_log_start(9, 0) is False           # not a replica
+
 def test_lagging_follower_leaves_and_a_caught_up_one_rejoins(tmp_path):
     p = leader(tmp_path)
     append(p.log, 4)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from fastkafka.protocol import ApiKey
 
-from .admin import handle_create_partitions, handle_create_topics, handle_delete_records, handle_delete_topics
+from .admin import handle_create_partitions, handle_create_topics, handle_delete_topics
 from .api_versions import handle_api_versions
 from .client_quotas import CLIENT_QUOTA_RANGES
 from .cluster_admin import CLUSTER_ADMIN_RANGES
 from .configs import handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs
+from .delete_records import handle_delete_records
 from .elect_leaders import handle_elect_leaders
 from .fetch import handle_fetch
 from .group import GROUP_RANGES

@@ -1,4 +1,4 @@
-"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords.
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions (DeleteRecords: :mod:`.delete_records`).
 
 Each entry of a request succeeds or fails on its own with Kafka's error code (and, where the
 version has one, message): INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
@@ -10,7 +10,7 @@ INVALID_REQUEST for each occurrence, as Kafka answers. Changes are synchronous i
 so ``timeout_ms`` never expires.
 
 Authorization (with an authorizer): CreateTopics needs CREATE on the cluster or on the topic,
-DeleteTopics and DeleteRecords DELETE on the topic, CreatePartitions ALTER on the topic
+DeleteTopics DELETE on the topic, CreatePartitions ALTER on the topic
 (TOPIC_AUTHORIZATION_FAILED for that topic otherwise, before anything else is checked).
 """
 from __future__ import annotations
@@ -19,12 +19,11 @@ from collections import Counter
 
 from fastkafka import errors
 
-from ..authorizer import TOPIC, AclOperation
+from ..authorizer import AclOperation
 from .authorization import require_topic
 from .failure import failure
 
-__all__ = ["handle_create_topics", "handle_delete_topics", "handle_create_partitions",
-           "handle_delete_records"]
+__all__ = ["handle_create_topics", "handle_delete_topics", "handle_create_partitions"]
 
 
 _CREATE_TWICE = "Create topics request from client contains topic {name} more than once."
@@ -119,24 +118,3 @@ def handle_create_partitions(ctx, req):
     return cls(throttle_time_ms=0, results=[
         cls.Results(name=t.name, error_code=code, error_message=msg)
         for t, code, msg in _each_topic(req.topics, lambda t: t.name, grow)])
-
-
-def handle_delete_records(ctx, req):
-    topics = ctx.broker.topics
-    cls = ctx.codec.api.response
-    out = []
-    for t in req.topics:
-        parts = []
-        deletable = ctx.authorize(AclOperation.DELETE, TOPIC, t.name)
-        for p in t.partitions:
-            low, code = -1, 0
-            try:
-                if not deletable:
-                    require_topic(ctx, AclOperation.DELETE, t.name)
-                low = topics.log(t.name, p.partition_index).delete_records(p.offset)
-            except Exception as e:  # noqa: BLE001
-                code, _ = failure(e, "topic administration")
-            parts.append(cls.Topics.Partitions(partition_index=p.partition_index, low_watermark=low,
-                                               error_code=code))
-        out.append(cls.Topics(name=t.name, partitions=parts))
-    return cls(throttle_time_ms=0, topics=out)

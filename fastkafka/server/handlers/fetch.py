@@ -84,7 +84,7 @@ def _read_all(ctx, req) -> _Read:
                     raise errors.TopicAuthorizationFailedError(f"not authorized to read {t.topic}")
                 lg = leader_log(ctx, t.topic, p.partition, p.current_leader_epoch)
                 if follower >= 0:
-                    replicas.follower_fetched(t.topic, p.partition, follower, p.fetch_offset)
+                    replicas.follower_fetched(t.topic, p.partition, follower, p.fetch_offset, p.log_start_offset)
                 hw, start = lg.high_watermark, lg.log_start_offset
                 stable = lg.last_stable_offset
                 upto = None if follower >= 0 else (stable if committed else hw)

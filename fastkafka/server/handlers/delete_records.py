@@ -1,0 +1,97 @@
+"""DeleteRecords: move a partition's log start offset forward, at its leader, and answer once
+every live replica dropped the records (Kafka's DelayedDeleteRecords).
+
+The leader moves its own log start offset at once (-1 asks for the high watermark; past the
+high watermark is OFFSET_OUT_OF_RANGE: records not yet committed cannot be deleted). Followers
+take the leader's log start offset from their next fetch and report theirs on the one after;
+the answer waits in a purgatory until the *low watermark* — the smallest log start offset over
+the leader and its followers on live brokers — reaches the requested offset, and carries it.
+After ``timeout_ms`` the answer is REQUEST_TIMED_OUT with the low watermark reached so far (the
+leader has deleted; a follower has not said so yet). A broker that does not lead the partition
+answers NOT_LEADER_OR_FOLLOWER; one that loses the leadership while waiting answers it then.
+A single broker leads every partition and answers at once. DELETE on the topic is needed
+(TOPIC_AUTHORIZATION_FAILED otherwise).
+"""
+from __future__ import annotations
+
+from fastkafka import errors
+
+from ..authorizer import TOPIC, AclOperation
+from ..dispatch import DELAYED
+from ..partition import LEADER
+from ..purgatory import DelayedOperation
+from .authorization import require_topic
+from .failure import failure
+from .leader import leader_log
+
+__all__ = ["handle_delete_records"]
+
+HIGH_WATERMARK = -1
+_NOT_LEADER = errors.NotLeaderOrFollowerError.code
+_TIMED_OUT = errors.RequestTimedOutError.code
+
+
+def _reached(replicas, part, required: int) -> tuple[int | None, int]:
+    """(error code, or None while waiting; the low watermark) of a partition asked to start at ``required``."""
+    if part.role != LEADER:
+        return _NOT_LEADER, -1
+    low = replicas.low_watermark(part)
+    return (0 if low >= required else None), low
+
+
+class DelayedDeleteRecords(DelayedOperation):
+    """A DeleteRecords answer waiting until each partition's low watermark reaches its offset."""
+
+    def __init__(self, ctx, timeout_ms: int, topics, waiting):
+        super().__init__(timeout_ms)
+        # waiting: [(the partition's response fields, partition state, offset to reach)]
+        self.ctx, self.topics, self.waiting = ctx, topics, waiting
+
+    def try_complete(self) -> bool:
+        replicas = self.ctx.broker.replicas
+        if all(_reached(replicas, part, required)[0] is not None for _, part, required in self.waiting):
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        replicas = self.ctx.broker.replicas
+        for kw, part, required in self.waiting:
+            code, low = _reached(replicas, part, required)
+            kw["error_code"] = _TIMED_OUT if code is None else code
+            kw["low_watermark"] = low
+        self.ctx.send(_response(self.ctx, self.topics))
+
+
+def _response(ctx, topics):
+    cls = ctx.codec.api.response
+    return cls(throttle_time_ms=0, topics=[
+        cls.Topics(name=name, partitions=[cls.Topics.Partitions(**kw) for kw in parts]) for name, parts in topics])
+
+
+def handle_delete_records(ctx, req):
+    replicas = ctx.broker.replicas
+    topics, waiting = [], []
+    for t in req.topics:
+        parts = []
+        topics.append((t.name, parts))
+        deletable = ctx.authorize(AclOperation.DELETE, TOPIC, t.name)
+        for p in t.partitions:
+            kw = dict(partition_index=p.partition_index, low_watermark=-1, error_code=0)
+            parts.append(kw)
+            try:
+                if not deletable:
+                    require_topic(ctx, AclOperation.DELETE, t.name)
+                lg = leader_log(ctx, t.name, p.partition_index, -1)
+                required = lg.high_watermark if p.offset == HIGH_WATERMARK else p.offset
+                kw["low_watermark"] = lg.delete_records(required)
+                part = replicas.get(t.name, p.partition_index) if replicas is not None else None
+                if part is not None:
+                    waiting.append((kw, part, required))
+            except Exception as e:  # noqa: BLE001 — each partition answers for itself
+                kw["error_code"] = failure(e, "delete records of %s-%d", t.name, p.partition_index)[0]
+    if waiting:
+        op = DelayedDeleteRecords(ctx, req.timeout_ms, topics, waiting)
+        keys = [(part.topic, part.partition) for _, part, _ in waiting]
+        replicas.delete_records_purgatory.try_complete_else_watch(op, keys)
+        return DELAYED
+    return _response(ctx, topics)
