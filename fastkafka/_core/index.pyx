@@ -200,9 +200,15 @@ cdef class OffsetIndex(_MmapIndex):
 
     Example::
 
-        >>> idx = OffsetIndex("/tmp/00000000000000000100.index", 100)   # doctest: +SKIP
-        >>> idx.append(105, 4096); idx.lookup(107)                      # doctest: +SKIP
-        (105, 4096)
+        >>> import os, tempfile
+        >>> tmpdir = tempfile.TemporaryDirectory()
+        >>> idx = OffsetIndex(os.path.join(tmpdir.name, "00000000000000000100.index"), 100)
+        >>> idx.append(105, 4096); idx.append(110, 8192)
+        >>> idx.lookup(107), idx.lookup(110), idx.lookup(101)   # floor entry, else the segment's start
+        ((105, 4096), (110, 8192), (100, 0))
+        >>> idx.entries, idx.is_valid()
+        (2, True)
+        >>> idx.close(); tmpdir.cleanup()
     """
 
     def __cinit__(self, *args, **kwargs):
@@ -292,9 +298,13 @@ cdef class TimeIndex(_MmapIndex):
 
     Example::
 
-        >>> ti = TimeIndex("/tmp/00000000000000000100.timeindex", 100)  # doctest: +SKIP
-        >>> ti.append(1700000000000, 105); ti.lookup(1700000000500)     # doctest: +SKIP
-        (1700000000000, 105)
+        >>> import os, tempfile
+        >>> tmpdir = tempfile.TemporaryDirectory()
+        >>> ti = TimeIndex(os.path.join(tmpdir.name, "00000000000000000100.timeindex"), 100)
+        >>> ti.append(1700000000000, 105); ti.append(1700000000000, 107)   # not newer: no entry
+        >>> ti.lookup(1700000000500), ti.lookup(1600000000000), ti.entries
+        ((1700000000000, 105), (-1, 100), 1)
+        >>> ti.close(); tmpdir.cleanup()
     """
 
     def __cinit__(self, *args, **kwargs):

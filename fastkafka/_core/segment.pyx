@@ -64,9 +64,19 @@ cdef class SegmentFile:
 
     Example::
 
-        >>> f = SegmentFile("/tmp/00000000000000000000.log", create=True)  # doctest: +SKIP
-        >>> f.append(batch_bytes)   # -> position the batch was written at  # doctest: +SKIP
+        >>> import os, tempfile
+        >>> from fastkafka.records import build_batch
+        >>> tmpdir = tempfile.TemporaryDirectory()
+        >>> f = SegmentFile(os.path.join(tmpdir.name, "00000000000000000000.log"), create=True)
+        >>> f.append(build_batch([(b"k", b"v", [], 1000)]))        # the position it was written at
         0
+        >>> f.append(build_batch([(b"k", b"w", [], 2000)], base_offset=1)), f.size
+        (70, 140)
+        >>> f.find_batch(1)      # (position, base_offset, last_offset, max_timestamp, size)
+        (70, 1, 1, 2000, 70)
+        >>> f.read(70, 140) == build_batch([(b"k", b"w", [], 2000)], base_offset=1)
+        True
+        >>> f.close(); tmpdir.cleanup()
     """
 
     def __cinit__(self):
@@ -273,10 +283,21 @@ cdef class IndexCursor:
 
     Example::
 
-        >>> cur = IndexCursor(4096)
-        >>> cur.index_batches(segment_bytes, oi, ti)    # a rebuild   # doctest: +SKIP
-        >>> cur.max_timestamp, cur.full                               # doctest: +SKIP
-        (1700000000999, False)
+        >>> import os, tempfile
+        >>> from fastkafka._core.index import OffsetIndex, TimeIndex
+        >>> from fastkafka.records import build_batch
+        >>> tmpdir = tempfile.TemporaryDirectory()
+        >>> oi = OffsetIndex(os.path.join(tmpdir.name, "00000000000000000000.index"), 0)
+        >>> ti = TimeIndex(os.path.join(tmpdir.name, "00000000000000000000.timeindex"), 0)
+        >>> segment = b"".join(build_batch([(b"k", b"v", [], ts)], base_offset=o)
+        ...                    for o, ts in enumerate([1000, 3000, 2000, 4000]))   # 70-byte batches
+        >>> cur = IndexCursor(100)                  # an entry once 100 bytes went unindexed
+        >>> cur.index_batches(segment, oi, ti)      # a rebuild
+        >>> [oi.entry(i) for i in range(oi.entries)], [ti.entry(i) for i in range(ti.entries)]
+        ([(2, 140)], [(3000, 1)])
+        >>> cur.max_timestamp, cur.offset_of_max_timestamp, cur.full
+        (4000, 3, False)
+        >>> oi.close(); ti.close(); tmpdir.cleanup()
     """
 
     def __init__(self, int64_t index_interval, int64_t max_timestamp=-1,

@@ -26,11 +26,24 @@ Every state write is a transaction that also checks ``/controller_epoch``'s vers
 controller that lost its session without noticing yet (paused, partitioned) cannot overwrite
 its successor's decisions.
 
-Example::
+Example (``zk_connect``: a ZooKeeper's ``host:port``, e.g. ``"127.0.0.1:2181"``)::
 
-    >>> c = Controller(client, broker_id=1, metadata=md); c.start()   # doctest: +SKIP
-    >>> c.active, c.epoch                                             # doctest: +SKIP
-    (True, 4)
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.cluster.metadata import ZkMetadata
+    >>> from fastkafka.cluster.registration import BrokerRegistration
+    >>> from fastkafka.cluster.session import cluster_id, connect, ensure_layout
+    >>> client = connect(KafkaConfig({"zookeeper.connect": f"{zk_connect}/doc-controller"}))
+    >>> ensure_layout(client); md = ZkMetadata(client, cluster_id(client)); md.start()
+    >>> broker1 = BrokerRegistration(client, znodes.BrokerInfo(1, "127.0.0.1", 9092)); broker1.register()
+    >>> c = Controller(client, broker_id=1, metadata=md); c.start()
+    >>> md.wait_until(lambda: 1 in md.brokers(), 5)
+    True
+    >>> _ = md.create_topic("orders", 2)
+    >>> md.wait_until(lambda: md.leaders_known("orders"), 10)      # the controller elected them
+    True
+    >>> c.active, c.epoch, md.leader("orders", 0), md.partition("orders", 1).isr
+    (True, 1, 1, (1,))
+    >>> c.stop(); md.stop(); broker1.deregister(); client.stop(); client.close()
 """
 from __future__ import annotations
 

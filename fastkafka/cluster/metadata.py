@@ -17,11 +17,23 @@ Thread-safe: snapshots are replaced whole under one lock; listeners (``add_liste
 event thread, so they must be quick) after every change, and :meth:`wait_until` blocks until a
 predicate over the cache holds.
 
-Example::
+Example (``zk_connect``: a ZooKeeper's ``host:port``, e.g. ``"127.0.0.1:2181"``)::
 
-    >>> md = ZkMetadata(client, "q1Sh-9_ISia_zwGINzRvyQ"); md.start()     # doctest: +SKIP
-    >>> md.create_topic("orders", 3, {}); md.wait_until(lambda: md.leaders_known("orders"), 5)  # doctest: +SKIP
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.cluster.registration import BrokerRegistration
+    >>> from fastkafka.cluster.session import cluster_id, connect, ensure_layout
+    >>> client = connect(KafkaConfig({"zookeeper.connect": f"{zk_connect}/doc-metadata"}))
+    >>> ensure_layout(client); md = ZkMetadata(client, cluster_id(client)); md.start()
+    >>> broker1 = BrokerRegistration(client, znodes.BrokerInfo(1, "127.0.0.1", 9092)); broker1.register()
+    >>> md.wait_until(lambda: 1 in md.brokers(), 5)             # the watch reported it back
     True
+    >>> md.create_topic("orders", 3, {"retention.ms": "60000"})
+    TopicInfo(name='orders', partitions=3, configs=mappingproxy({'retention.ms': '60000'}))
+    >>> md.wait_until(lambda: md.get("orders") is not None, 5), dict(md.assignment("orders"))
+    (True, {0: (1,), 1: (1,), 2: (1,)})
+    >>> md.leader("orders", 0)                # no controller runs here to elect one
+    -1
+    >>> md.stop(); broker1.deregister(); client.stop(); client.close()
 """
 from __future__ import annotations
 
@@ -221,7 +233,8 @@ class ZkMetadata(ZkQuotaConfigs):
         if self._stopped:
             return False
         try:
-            configs = znodes.EntityConfig.decode(znodes.config_topic_path(topic), data).config if data is not None else {}
+            configs = (znodes.EntityConfig.decode(znodes.config_topic_path(topic), data).config
+                       if data is not None else {})
         except znodes.ZnodeDataError as e:
             log.warning("topic %s: ignoring its changed config (%s)", topic, e)
             return True

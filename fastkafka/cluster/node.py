@@ -11,10 +11,21 @@ Start-up is split in two so the broker can fail fast and register last:
 :meth:`ClusterNode.stop` steps down from the election (another broker takes over at once),
 deletes the registration and closes the session.
 
-Example::
+Example (``zk_connect``: a ZooKeeper's ``host:port``, e.g. ``"127.0.0.1:2181"``)::
 
-    >>> node = ClusterNode(KafkaConfig({"zookeeper.connect": zk, "broker.id": 1}))  # doctest: +SKIP
-    >>> node.connect(); node.register(["PLAINTEXT://127.0.0.1:9092"], {"PLAINTEXT": "PLAINTEXT"}); node.stop()  # doctest: +SKIP
+    >>> from fastkafka.config import KafkaConfig
+    >>> config = KafkaConfig({"zookeeper.connect": f"{zk_connect}/doc-node", "broker.id": 1})
+    >>> node = ClusterNode(config)
+    >>> node.connect(); node.register(["PLAINTEXT://127.0.0.1:9092"], {"PLAINTEXT": "PLAINTEXT"})
+    >>> md = node.metadata
+    >>> md.wait_until(lambda: 1 in md.brokers() and md.controller_id == 1, 10)   # the only broker
+    True
+    >>> md.brokers()[1].endpoints
+    ('PLAINTEXT://127.0.0.1:9092',)
+    >>> ClusterNode(config).connect()          # a second broker with the same id fails fast
+    Traceback (most recent call last):
+    fastkafka.cluster.session.ClusterStartupError: broker.id 1 is already registered by 127.0.0.1:9092 ...
+    >>> node.stop()
 """
 from __future__ import annotations
 

@@ -8,11 +8,19 @@ is retried the same way). A retried write whose first attempt did land only wast
 
 ZooKeeper trouble is a retriable COORDINATOR_NOT_AVAILABLE for the InitProducerId caller.
 
-Example::
+Example (``zk_connect``: a ZooKeeper's ``host:port``, e.g. ``"127.0.0.1:2181"``)::
 
-    >>> m = ProducerIdManager(ZkBlockStore(client, broker_id=1), block_size=1000)  # doctest: +SKIP
-    >>> m.next_id()                                                                 # doctest: +SKIP
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.cluster.session import connect
+    >>> from fastkafka.coordinator.producer_ids import ProducerIdManager
+    >>> client = connect(KafkaConfig({"zookeeper.connect": f"{zk_connect}/doc-producer-ids"}))
+    >>> broker1 = ProducerIdManager(ZkBlockStore(client, broker_id=1), block_size=1000)
+    >>> broker2 = ProducerIdManager(ZkBlockStore(client, broker_id=2), block_size=1000)
+    >>> broker1.next_id(), broker2.next_id(), broker1.next_id()
+    (0, 1000, 1)
+    >>> ProducerIdManager(ZkBlockStore(client, broker_id=1), block_size=1000).next_id()   # restarted
     2000
+    >>> client.stop(); client.close()
 """
 from __future__ import annotations
 

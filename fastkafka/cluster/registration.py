@@ -10,10 +10,23 @@ and every other broker learn that it died. Three cases matter:
   keeps the node and must not touch it;
 * clean shutdown: the node is deleted at once, not left to time out.
 
-Example::
+Example (``zk_connect``: a ZooKeeper's ``host:port``, e.g. ``"127.0.0.1:2181"``)::
 
-    >>> reg = BrokerRegistration(client, znodes.BrokerInfo(1, "127.0.0.1", 9092))  # doctest: +SKIP
-    >>> reg.register(); reg.deregister()                                             # doctest: +SKIP
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.cluster.session import connect
+    >>> config = KafkaConfig({"zookeeper.connect": f"{zk_connect}/doc-registration"})
+    >>> client = connect(config)
+    >>> reg = BrokerRegistration(client, znodes.BrokerInfo(1, "127.0.0.1", 9092))
+    >>> reg.register(); client.get_children("/brokers/ids")
+    ['1']
+    >>> other = connect(config)                  # a second broker configured with the same id
+    >>> BrokerRegistration(other, znodes.BrokerInfo(1, "127.0.0.1", 9093)).register()
+    Traceback (most recent call last):
+    fastkafka.cluster.session.ClusterStartupError: broker.id 1 is already registered by 127.0.0.1:9092 ...
+    >>> reg.deregister(); client.get_children("/brokers/ids")
+    []
+    >>> for c in (client, other):
+    ...     c.stop(); c.close()
 """
 from __future__ import annotations
 

@@ -6,11 +6,17 @@ waits ``zookeeper.connection.timeout.ms`` for a first session and fails with a m
 ensemble; after that kazoo reconnects on its own, to any server of the ensemble, retrying
 forever with a short capped back-off so losing a ZooKeeper server costs well under a session.
 
-Example::
+Example (``zk_connect``: a ZooKeeper's ``host:port``, e.g. ``"127.0.0.1:2181"``)::
 
-    >>> client = connect(KafkaConfig({"zookeeper.connect": "127.0.0.1:2181/fk"}))  # doctest: +SKIP
-    >>> ensure_layout(client); cluster_id(client)                                   # doctest: +SKIP
-    'q1Sh-9_ISia_zwGINzRvyQ'
+    >>> from fastkafka.config import KafkaConfig
+    >>> client = connect(KafkaConfig({"zookeeper.connect": f"{zk_connect}/doc-session"}))
+    >>> ensure_layout(client); sorted(client.get_children("/"))      # inside the chroot
+    ['admin', 'brokers', 'cluster', 'config', 'consumers', 'controller']
+    >>> first = cluster_id(client); first                           # the first broker creates it
+    '...'
+    >>> cluster_id(client) == first                                 # the others read it
+    True
+    >>> client.stop(); client.close()
 """
 from __future__ import annotations
 

@@ -19,13 +19,23 @@ The owned partitions (``assignment``: ``{(topic, partition): thread id}``) are h
 ``on_assignment`` after every successful rebalance, so the connector can point its fetcher
 and streams at them. Thread-safe.
 
-Example::
+Example (``zk_connect``: a ZooKeeper's ``host:port``, e.g. ``"127.0.0.1:2181"``)::
 
-    >>> g = ZkConsumerGroup("127.0.0.1:2181", "billing", on_assignment=print)  # doctest: +SKIP
-    >>> g.start({"orders": 2})           # doctest: +SKIP
-    {('orders', 0): 'host:5b1f...-0', ('orders', 1): 'host:5b1f...-1'}
-    >>> g.commit({("orders", 0): 42}); g.committed("orders", 0)                  # doctest: +SKIP
-    42
+    >>> from fastkafka.config import KafkaConfig
+    >>> connect = f"{zk_connect}/doc-zk-consumer"
+    >>> admin = session.connect(KafkaConfig({"zookeeper.connect": connect}))
+    >>> orders = znodes.TopicAssignment({0: (1,), 1: (1,), 2: (1,)})       # a topic of 3 partitions
+    >>> _ = admin.create(znodes.topic_path("orders"), orders.encode(), makepath=True)
+    >>> g = ZkConsumerGroup(connect, "billing", consumer_id="c1")
+    >>> g.start({"orders": 2}); g.wait_for_generation(1, 10)   # 2 streams: threads c1-0 and c1-1
+    True
+    >>> g.assignment
+    {('orders', 0): 'c1-0', ('orders', 1): 'c1-0', ('orders', 2): 'c1-1'}
+    >>> g.commit({("orders", 0): 42}); g.committed("orders", 0), g.committed("orders", 1)
+    (42, None)
+    >>> g.shutdown(); admin.get_children("/consumers/billing/ids")   # gone: the others rebalance
+    []
+    >>> admin.stop(); admin.close()
 """
 from __future__ import annotations
 

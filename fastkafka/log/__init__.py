@@ -3,10 +3,16 @@ compaction. Policy in Python; byte work in ``fastkafka._core`` (segment, index, 
 
 Example::
 
+    >>> import tempfile
     >>> from fastkafka.log import LogManager
     >>> from fastkafka.config import KafkaConfig
-    >>> mgr = LogManager(KafkaConfig({"log.dirs": tmpdir}))                  # doctest: +SKIP
-    >>> log = mgr.get_or_create_log("orders", 0)                            # doctest: +SKIP
+    >>> from fastkafka.records import build_batch
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> mgr = LogManager(KafkaConfig({"log.dirs": tmpdir.name}))
+    >>> log = mgr.get_or_create_log("orders", 0)
+    >>> log.append(bytearray(build_batch([(b"k", b"v", [], 1)]))).base_offset, log.log_end_offset
+    (0, 1)
+    >>> mgr.shutdown(); tmpdir.cleanup()
 """
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, FetchRegion, Log, LogAppendInfo
 from .segment import LogSegment

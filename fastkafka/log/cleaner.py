@@ -39,9 +39,24 @@ producers' last offsets and for each swap.
 
 Example::
 
-    >>> cleaner = LogCleaner(KafkaConfig())                       # doctest: +SKIP
-    >>> cleaner.clean(log)                                        # doctest: +SKIP
+    >>> import os, tempfile
+    >>> from fastkafka.config import LogConfig
+    >>> from fastkafka.log import Log
+    >>> from fastkafka.records import build_batch, iter_batches
+    >>> compacted = LogConfig.from_broker(overrides={"cleanup.policy": "compact"})
+    >>> tmpdir = tempfile.TemporaryDirectory(); log = Log(os.path.join(tmpdir.name, "users-0"), compacted)
+    >>> for key, value in [(b"alice", b"v1"), (b"bob", b"v1"), (b"alice", b"v2")]:
+    ...     _ = log.append(bytearray(build_batch([(key, value, [], 1)])))
+    >>> _ = log.roll()                         # the active segment is never cleaned
+    >>> cleaner = LogCleaner(KafkaConfig())
+    >>> cleaner.clean(log)
     True
+    >>> batches = iter_batches(log.read(0, 1 << 20).read_bytes())
+    >>> [(r.offset, r.key, r.value) for b in batches for r in b.records()]      # alice's v1 is gone
+    [(1, b'bob', b'v1'), (2, b'alice', b'v2')]
+    >>> cleaner.first_dirty_offset(log)        # the next pass starts here
+    3
+    >>> log.close(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -16,10 +16,16 @@ bound themselves by each segment's published size.
 
 Example::
 
-    >>> log = Log("/data/orders-0", LogConfig())                         # doctest: +SKIP
-    >>> info = log.append(bytearray(build_batch([(b"k", b"v", [], 1)])))   # doctest: +SKIP
-    >>> info.base_offset, log.read(0, 1 << 20).length                      # doctest: +SKIP
-    (0, 68)
+    >>> import os, tempfile
+    >>> from fastkafka.records import build_batch
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> log = Log(os.path.join(tmpdir.name, "orders-0"), LogConfig())
+    >>> info = log.append(bytearray(build_batch([(b"k", b"v", [], 1)])))
+    >>> info.base_offset, log.read(0, 1 << 20).length
+    (0, 70)
+    >>> log.close(); log = Log(log.dir); log.log_end_offset     # reopened: the batch is still there
+    1
+    >>> log.close(); tmpdir.cleanup()
 """
 from __future__ import annotations
 
@@ -240,8 +246,14 @@ class Log(TransactionalLog, LogTruncation):
 
         Example::
 
-            >>> log.append(bytearray(build_batch([(None, b"v", [], 5)]))).base_offset  # doctest: +SKIP
-            0
+            >>> import os, tempfile
+            >>> from fastkafka.records import build_batch
+            >>> tmpdir = tempfile.TemporaryDirectory(); log = Log(os.path.join(tmpdir.name, "orders-0"))
+            >>> log.append(bytearray(build_batch([(None, b"a", [], 5), (None, b"b", [], 6)])))
+            LogAppendInfo(base_offset=0, last_offset=1, log_append_time=-1, log_start_offset=0)
+            >>> log.append(bytearray(build_batch([(None, b"c", [], 7)]))).base_offset
+            2
+            >>> log.close(); tmpdir.cleanup()
         """
         # One call walks the batches and, when nothing is left to policy, writes them: the
         # answer is then the LogAppendInfo. Otherwise it is the summary (an AppendResult) and
@@ -442,7 +454,21 @@ class Log(TransactionalLog, LogTruncation):
 
         Example::
 
-            >>> r = log.read(0, 1 << 20); os.sendfile(sock, r.fileno(), r.position, r.length)  # doctest: +SKIP
+            >>> import os, socket, tempfile
+            >>> from fastkafka.records import build_batch
+            >>> tmpdir = tempfile.TemporaryDirectory(); log = Log(os.path.join(tmpdir.name, "orders-0"))
+            >>> for ts in (1, 2):
+            ...     _ = log.append(bytearray(build_batch([(b"k", b"v", [], ts)])))
+            >>> r = log.read(1, 1 << 20); r.position, r.length, r.high_watermark
+            (70, 70, 2)
+            >>> sock, peer = socket.socketpair()
+            >>> os.sendfile(sock.fileno(), r.fileno(), r.position, r.length)
+            70
+            >>> peer.recv(1 << 20) == r.read_bytes()
+            True
+            >>> log.read(2, 1 << 20).length          # at the log end: nothing to send yet
+            0
+            >>> sock.close(); peer.close(); log.close(); tmpdir.cleanup()
         """
         segs, bases = self._segments.snapshot()
         hw = self._st.high_watermark

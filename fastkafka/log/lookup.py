@@ -4,8 +4,12 @@ Runs on the ListOffsets path only (never produce/fetch), so decoding one batch i
 
 Example::
 
-    >>> first_record_at_or_after(build_batch([(None, b"a", [], 5), (None, b"b", [], 9)]), 6, 0)  # doctest: +SKIP
-    (1, 9)
+    >>> from fastkafka.records import build_batch
+    >>> batch = build_batch([(None, b"a", [], 5), (None, b"b", [], 9)], base_offset=100)
+    >>> first_record_at_or_after(batch, 6, 100)       # (offset, timestamp)
+    (101, 9)
+    >>> first_record_at_or_after(batch, 10, 100) is None
+    True
 """
 from __future__ import annotations
 

@@ -15,9 +15,19 @@ Thread-safety: every method is thread-safe.
 
 Example::
 
-    >>> mgr = LogManager({"log.dirs": "/tmp/data"})                     # doctest: +SKIP
-    >>> log = mgr.get_or_create_log("orders", 0, {"retention.ms": 60000})  # doctest: +SKIP
-    >>> mgr.shutdown()                                                  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> from fastkafka.records import build_batch
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> mgr = LogManager({"log.dirs": tmpdir.name})
+    >>> log = mgr.get_or_create_log("orders", 0, {"retention.ms": 60000})
+    >>> log.config.retention_ms, log.append(bytearray(build_batch([(b"k", b"v", [], 1)]))).base_offset
+    (60000, 0)
+    >>> mgr.shutdown(); sorted(os.listdir(tmpdir.name))
+    ['.kafka_cleanshutdown', '.lock', 'log-start-offset-checkpoint', 'orders-0',
+     'recovery-point-offset-checkpoint', 'replication-offset-checkpoint']
+    >>> mgr = LogManager({"log.dirs": tmpdir.name}); mgr.logs()      # loaded at start-up
+    [Log(orders-0, start=0, end=1)]
+    >>> mgr.shutdown(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -17,10 +17,22 @@ producer-state replay covers and the replay writes them again (transactions.py).
 
 Example::
 
-    >>> loaded = load_segments("/data/orders-0", LogConfig(), FileCache(), recovery_point=0,
-    ...                        clean_shutdown=False, now_ms=0)        # doctest: +SKIP
-    >>> loaded.next_offset, loaded.bytes_dropped                     # doctest: +SKIP
-    (1000, 17)
+    >>> import os, tempfile
+    >>> from fastkafka.log import Log
+    >>> from fastkafka.records import build_batch
+    >>> tmpdir = tempfile.TemporaryDirectory(); log = Log(os.path.join(tmpdir.name, "orders-0"))
+    >>> for ts in (1, 2, 3):
+    ...     _ = log.append(bytearray(build_batch([(b"k", b"v", [], ts)])))
+    >>> log.close()
+    >>> with open(log.active_segment.log_path, "ab") as f:   # a crash left 17 zero bytes
+    ...     _ = f.write(bytes(17))
+    >>> loaded = load_segments(log.dir, LogConfig(), FileCache(), recovery_point=0,
+    ...                        clean_shutdown=False, now_ms=0)
+    >>> loaded.next_offset, loaded.bytes_dropped, os.path.getsize(log.active_segment.log_path)
+    (3, 17, 210)
+    >>> for seg in loaded.segments:
+    ...     seg.close()
+    >>> tmpdir.cleanup()
 """
 from __future__ import annotations
 

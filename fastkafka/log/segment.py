@@ -14,9 +14,21 @@ write, so it never sees a partial batch.
 
 Example::
 
-    >>> seg = LogSegment(tmpdir, 0, LogConfig(), FileCache(), active=True)      # doctest: +SKIP
-    >>> seg.attach_appender(appender); appender.append(batches); seg.read(0, 1 << 20)  # doctest: +SKIP
-    (<SegmentFile>, 0, 68)
+    >>> import os, tempfile
+    >>> from fastkafka.log import Log
+    >>> from fastkafka.records import build_batch
+    >>> tmpdir = tempfile.TemporaryDirectory(); log = Log(os.path.join(tmpdir.name, "orders-0"))
+    >>> for ts in (1000, 2000, 3000):     # the log writes its segments through the Appender
+    ...     _ = log.append(bytearray(build_batch([(b"k", b"v", [], ts)])))
+    >>> log.close()
+    >>> seg = LogSegment(log.dir, 0, LogConfig(), FileCache())
+    >>> seg.size, seg.next_offset(), seg.max_timestamp
+    (210, 3, 3000)
+    >>> f, position, length = seg.read(1, 1 << 20); position, length   # offsets 1 and 2
+    (70, 140)
+    >>> seg.find_offset_by_timestamp(1500, 0)             # (position, base_offset, size)
+    (70, 1, 70)
+    >>> seg.close(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

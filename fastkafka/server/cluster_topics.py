@@ -14,12 +14,35 @@ The same policy as :class:`TopicManager` (names, configs, counts) with three dif
   leaders, so a client that creates a topic can produce to it right away; DeleteTopics waits
   until the topic has gone from the cache.
 
-Example::
+Example (``zk_connect``: a ZooKeeper's ``host:port``, e.g. ``"127.0.0.1:2181"``; broker 1 runs
+here, broker 2 is only registered)::
 
-    >>> tm = ClusterTopicManager(cfg, logs, zk_metadata, purgatory)   # doctest: +SKIP
-    >>> tm.create("orders", 6, -1, {}); tm.log("orders", 0)           # doctest: +SKIP
+    >>> import tempfile
+    >>> from fastkafka.cluster import znodes
+    >>> from fastkafka.cluster.node import ClusterNode
+    >>> from fastkafka.cluster.registration import BrokerRegistration
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.log import LogManager
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> cfg = KafkaConfig({"zookeeper.connect": f"{zk_connect}/doc-cluster-topics", "broker.id": 1,
+    ...                    "log.dirs": tmpdir.name})
+    >>> node = ClusterNode(cfg); node.connect(); node.register(["PLAINTEXT://127.0.0.1:9092"], {})
+    >>> broker2 = BrokerRegistration(node.client, znodes.BrokerInfo(2, "127.0.0.1", 9093)); broker2.register()
+    >>> md = node.metadata; md.wait_until(lambda: len(md.brokers()) == 2, 10)
+    True
+    >>> logs = LogManager(cfg); tm = ClusterTopicManager(cfg, logs, md); tm.load()
+    >>> tm.create("orders", 2, 2, {})          # returns once the controller elected the leaders
+    TopicInfo(name='orders', partitions=2, configs=mappingproxy({}))
+    >>> sorted(tm.local_logs())                # a replica of both partitions lives here
+    [('orders', 0), ('orders', 1)]
+    >>> led_by = {md.leader("orders", p): p for p in range(2)}; sorted(led_by)   # one leader each
+    [1, 2]
+    >>> tm.log("orders", led_by[1])
+    Log(orders-..., start=0, end=0)
+    >>> tm.log("orders", led_by[2])            # the client asks Metadata for the leader again
     Traceback (most recent call last):
-    fastkafka.errors.NotLeaderOrFollowerError: orders-0 is led by broker 2, not 1
+    fastkafka.errors.NotLeaderOrFollowerError: orders-... is led by broker 2, not 1
+    >>> broker2.deregister(); node.stop(); logs.shutdown(); tmpdir.cleanup()
 """
 from __future__ import annotations
 
@@ -47,7 +70,8 @@ class ClusterTopicManager(TopicManager):
 
     # --- reads ---
     def log(self, topic: str, partition: int):
-        """The partition's Log if this broker leads it; NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+        """The partition's Log if this broker leads it; NOT_LEADER_OR_FOLLOWER or
+        UNKNOWN_TOPIC_OR_PARTITION otherwise."""
         view = self._metadata.partition(topic, partition)
         if view is None:
             raise errors.UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")

@@ -8,8 +8,20 @@ an immutable snapshot, no lock.
 
 Example::
 
-    >>> tm.create("orders", num_partitions=3, replication_factor=-1, configs={"retention.ms": "60000"})  # doctest: +SKIP
-    >>> tm.log("orders", 2)  # doctest: +SKIP
+    >>> import tempfile
+    >>> from fastkafka.log import LogManager
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> cfg = KafkaConfig({"log.dirs": tmpdir.name})
+    >>> logs = LogManager(cfg)
+    >>> tm = TopicManager(cfg, logs, EmbeddedMetadata(tmpdir.name))
+    >>> tm.create("orders", num_partitions=3, replication_factor=-1, configs={"retention.ms": "60000"})
+    TopicInfo(name='orders', partitions=3, configs=mappingproxy({'retention.ms': '60000'}))
+    >>> tm.log("orders", 2), tm.log_config("orders").retention_ms
+    (Log(orders-2, start=0, end=0), 60000)
+    >>> tm.log("orders", 3)
+    Traceback (most recent call last):
+    fastkafka.errors.UnknownTopicOrPartitionError: orders-3 is not on this broker
+    >>> logs.shutdown(); tmpdir.cleanup()
 """
 from __future__ import annotations
 
@@ -138,8 +150,9 @@ class TopicManager:
             if replication_factor <= 0:
                 raise errors.InvalidReplicationFactorError("Replication factor must be larger than 0.")
             if replication_factor > len(self.live_brokers()):
-                raise errors.InvalidReplicationFactorError(f"Replication factor: {replication_factor} "
-                                                           f"larger than available brokers: {len(self.live_brokers())}.")
+                raise errors.InvalidReplicationFactorError(
+                    f"Replication factor: {replication_factor} "
+                    f"larger than available brokers: {len(self.live_brokers())}.")
         return num_partitions, self.validate_configs(configs)
 
     def create(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
