@@ -270,13 +270,16 @@ define("producer.id.block.size", INT, 1000, at_least(1), "fastkafka only: produc
 define("transaction.state.log.num.partitions", INT, 50, at_least(1), "Partitions of __transaction_state "
        "(fixed once created): a transactional.id's coordinator leads partition hash(id) % this.")
 define("transaction.state.log.replication.factor", INT, 3, at_least(1), "Replication factor of "
-       "__transaction_state in cluster mode (which serves no transactions yet). The embedded single broker "
-       "always uses 1, as single-broker Kafka setups set it to 1.")
+       "__transaction_state in cluster mode (created on the first transactional FindCoordinator once this "
+       "many brokers are alive; COORDINATOR_NOT_AVAILABLE until then). The embedded single broker always "
+       "uses 1, as single-broker Kafka setups set it to 1.")
 define("transaction.state.log.min.isr", INT, 1, at_least(1), "min.insync.replicas of __transaction_state.")
 define("transaction.state.log.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), "Segment size of "
        "__transaction_state (small, so compaction runs often).")
 define("transaction.state.log.load.buffer.size", INT, 5 * 1024 * 1024, at_least(1), "Bytes read at a "
        "time when loading __transaction_state.")
+define("request.timeout.ms", INT, 30000, at_least(1), "How long the transaction coordinator waits for "
+       "its own writes to replicate and for a partition leader's answer to WriteTxnMarkers.")
 define("transaction.max.timeout.ms", INT, 900_000, at_least(1), "Largest transaction.timeout.ms a "
        "producer may ask for (INVALID_TRANSACTION_TIMEOUT above it).")
 define("transactional.id.expiration.ms", INT, 604_800_000, at_least(1), "Forget a transactional.id "

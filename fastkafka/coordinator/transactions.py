@@ -231,17 +231,33 @@ class TransactionCoordinator:
     def _persist(self, t: TransactionMetadata, target: TransactionMetadata) -> int:
         """Write ``target`` (the next state of ``t``, which is pending) and take it; an error code
         if the write failed (``t`` unchanged)."""
-        try:
-            self.store.append(self.partition_for(t.transactional_id),
-                              [(txn_key(t.transactional_id), txn_value(target.record()))],
-                              target.last_update_ms)
-        except E.KafkaError as e:
-            log.warning("writing transaction %s failed: %s", t.transactional_id, e)
-            return _store_error(e)
+        code = self._write(t.transactional_id, txn_value(target.record()), target.last_update_ms)
+        if code:
+            return code
         with self._lock:
             for name in ("producer_id", "producer_epoch", "timeout_ms", "state", "partitions",
                          "start_ms", "last_update_ms"):
                 setattr(t, name, getattr(target, name))
+        return 0
+
+    def _write(self, transactional_id: str, value: bytes | None, timestamp_ms: int) -> int:
+        """Append an id's state (None: its tombstone) and wait until the store says it is
+        replicated (cluster mode: the in-sync replicas have it); 0 or the error to answer."""
+        done, codes = threading.Event(), []
+
+        def replicated(code: int) -> None:
+            codes.append(code)
+            done.set()
+        try:
+            self.store.append(self.partition_for(transactional_id), [(txn_key(transactional_id), value)],
+                              timestamp_ms, on_replicated=replicated)
+        except E.KafkaError as e:
+            log.warning("writing transaction %s failed: %s", transactional_id, e)
+            return _store_error(e)
+        done.wait()          # the store's writer answers every write (its own timeout included)
+        if codes[0]:
+            log.warning("writing transaction %s failed: error %d", transactional_id, codes[0])
+            return _store_error(E.for_code(codes[0])(""))
         return 0
 
     def _next(self, t: TransactionMetadata, state: int, **changes) -> TransactionMetadata:
@@ -416,11 +432,9 @@ class TransactionCoordinator:
         return found
 
     def _expire(self, t: TransactionMetadata) -> int:
-        try:
-            self.store.append(self.partition_for(t.transactional_id),
-                              [(txn_key(t.transactional_id), None)], self.clock())
-        except E.KafkaError as e:
-            return _store_error(e)
+        code = self._write(t.transactional_id, None, self.clock())
+        if code:
+            return code
         with self._lock:
             if self.transactions.get(t.transactional_id) is t:
                 del self.transactions[t.transactional_id]

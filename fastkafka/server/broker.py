@@ -42,7 +42,7 @@ from .quotas import ClientQuotas
 from .request_channel import RequestChannel
 from .socket_server import ListenerError, SocketServer, parse_listener
 from .cluster_topics import ClusterTopicManager
-from .topics import TopicManager
+from .topics import INTERNAL_TOPICS, TopicManager
 
 __all__ = ["Broker", "BrokerStartupError"]
 
@@ -82,10 +82,12 @@ class Broker:
         self.authorizer: Authorizer | None = None   # authorizer.class.name set: ACLs decide every request
         self.quotas: ClientQuotas | None = None     # client quotas, charged by the dispatcher
         self._channel: RequestChannel | None = None
+        self._dispatcher: Dispatcher | None = None
         self._stopped = threading.Event()
         self._started = False
         self._lock = threading.Lock()
         self._coordination_lock = threading.Lock()
+        self._coordination_starting = False
 
     # --- lifecycle ---
     def startup(self) -> None:
@@ -109,7 +111,9 @@ class Broker:
         self.advertised = P.Advertised(ranges=advertised_apis())
         # client quotas follow the metadata store, which exists once requests arrive
         self.quotas = ClientQuotas.from_config(cfg, lambda: self.metadata)
-        dispatcher = Dispatcher(self, HANDLERS, self.advertised, self.quotas)
+        # cluster mode: the transaction coordinator's requests wait on other brokers (Dispatcher)
+        self._dispatcher = dispatcher = Dispatcher(self, HANDLERS, self.advertised, self.quotas,
+                                                   waiting_threads=4 if cfg["zookeeper.connect"] else 0)
         self._channel = RequestChannel(dispatcher.handle, cfg["num.io.threads"])
         try:
             self.socket_server = SocketServer(
@@ -154,8 +158,12 @@ class Broker:
             raise
         if self.cluster is None:
             # group coordinator: __consumer_offsets, loads in the background. In cluster mode
-            # it starts on the first group request, so the topic spreads over the brokers up by then
+            # it starts on the first group request, so the topic spreads over the brokers up by
+            # then, or once an internal topic exists (see _coordinate_internal_topics)
             self.group_coordination()
+        else:
+            self.metadata.add_listener(self._coordinate_internal_topics)
+            self._coordinate_internal_topics()
         self.socket_server.start()
         self._started = True
         log.info("broker %d started (cluster id %s, %d topics, log dirs %s)", self.broker_id,
@@ -183,6 +191,7 @@ class Broker:
             self.replicas.stop()  # fetchers stop before the logs close; acks=all waits answer
         self.socket_server.shutdown(timeout)
         self._channel.shutdown(timeout)
+        self._dispatcher.shutdown(timeout)
         self.logs.shutdown()
         log.info("broker %d stopped", self.broker_id)
 
@@ -224,6 +233,18 @@ class Broker:
                         zk_client=cluster.client if cluster is not None else None,
                         replicas=self.replicas, stopped=self._stopped)
         return svc
+
+    def _coordinate_internal_topics(self) -> None:
+        """Cluster mode: once ``__consumer_offsets`` or ``__transaction_state`` exists, this
+        broker coordinates what it leads of them without waiting for a client to ask (a
+        prepared transaction completes, a timed-out one aborts, after its coordinator moved
+        here). Called on kazoo's thread: the service is built on one of its own."""
+        if self.coordination is not None or self._coordination_starting:
+            return
+        if any(self.topics.get(t) is not None for t in INTERNAL_TOPICS):
+            self._coordination_starting = True
+            threading.Thread(target=self.group_coordination, name="fastkafka-coordination-start",
+                             daemon=True).start()
 
     # --- what handlers ask the broker ---
     @property

@@ -25,12 +25,17 @@ Cluster mode, as Kafka's ZooKeeper mode:
   :class:`~fastkafka.server.coordinator_writer.CoordinatorPartitionWriter`: acknowledged once
   replicated (``offsets.commit.required.acks``, ``offsets.commit.timeout.ms``).
 
-On the embedded broker the same service runs the :class:`TransactionCoordinator` over the
-compacted ``__transaction_state`` (created on the first transactional request, as Kafka does;
-loaded by the thread at start-up once it exists) and ticks it: prepared transactions are
-completed, timed-out ones aborted, idle ids expired. Its markers go to the local logs. In cluster
-mode there is none yet (markers to other brokers' partitions are not written), so FindCoordinator
-for a transactional id is refused there.
+The same service runs the :class:`TransactionCoordinator` over the compacted
+``__transaction_state`` (created on the first transactional FindCoordinator, as Kafka does) and
+ticks it on a thread of its own: prepared transactions are completed, timed-out ones aborted,
+idle ids expired. On the embedded broker it is loaded at start-up once the topic exists and its
+markers go to the local logs. In cluster mode it is Kafka's ZooKeeper-mode coordinator: the topic
+has ``transaction.state.log.replication.factor`` replicas (COORDINATOR_NOT_AVAILABLE while fewer
+brokers are alive), the broker coordinates the transactional ids of the partitions it leads
+(loaded and unloaded with that leadership, as the groups are), each state is acknowledged once
+replicated, and the markers go to each partition's leader as WriteTxnMarkers
+(:class:`~fastkafka.server.txn_marker_channel.RemoteMarkerWriter`), carrying the partition's
+leader epoch as the coordinator epoch so that a deposed coordinator's markers are fenced.
 
 Example::
 
@@ -64,7 +69,8 @@ from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC, Transact
 from fastkafka.coordinator.coordinator import wall_clock_ms
 
 from .coordinator_writer import CoordinatorPartitionWriter
-from .partition import LEADER
+from .partition import ACKS_ALL, LEADER
+from .txn_marker_channel import RemoteMarkerWriter
 from .txn_markers import LocalMarkerWriter
 
 __all__ = ["CoordinationService"]
@@ -78,9 +84,9 @@ _NOT_COORDINATOR = errors.NotCoordinatorError.code
 
 
 class CoordinationService:
-    """Owns the coordinators' thread; ``groups`` is the :class:`GroupCoordinator`,
+    """Owns the coordinators' threads; ``groups`` is the :class:`GroupCoordinator`,
     ``producer_ids`` the :class:`ProducerIdManager`, ``transactions`` the
-    :class:`TransactionCoordinator` (None in cluster mode).
+    :class:`TransactionCoordinator` (None until ``__transaction_state`` exists).
 
     Built from what it uses: the broker's config, its topic manager (``__consumer_offsets``
     lives there), and in cluster mode the ZooKeeper metadata (who leads which offsets
@@ -106,41 +112,76 @@ class CoordinationService:
                                               block_size=cfg["producer.id.block.size"])
         self.transactions: TransactionCoordinator | None = None
         self._transactions_lock = threading.Lock()
-        if zk_client is None and topics.get(TRANSACTION_STATE_TOPIC) is not None:
-            self.transactions = self._build_transactions()      # loaded by the thread below
+        self._markers: RemoteMarkerWriter | None = None
         self.loaded = threading.Event()
         self._broker_stopped = stopped
-        # cluster mode: the leader epoch each offsets partition was (or is being) loaded in
-        self._epochs: dict[int, int] = {}
+        # cluster mode: per internal topic, the leader epoch each partition was (or is being) loaded in
+        self._epochs: dict[str, dict[int, int]] = {OFFSETS_TOPIC: {}, TRANSACTION_STATE_TOPIC: {}}
         if self._cluster:
             self.groups.partition_error = self._partition_error
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fastkafka-group-coordinator",
                                         daemon=True)
+        self._txn_thread = threading.Thread(target=self._tick_transactions,
+                                            name="fastkafka-txn-coordinator", daemon=True)
+        if topics.get(TRANSACTION_STATE_TOPIC) is not None:
+            # embedded: loaded by the thread below; cluster mode: with each partition's leadership
+            self.transactions = self._build_transactions()
         self._thread.start()
 
     def transaction_coordinator(self) -> TransactionCoordinator | None:
-        """The transaction coordinator, built (with ``__transaction_state``) on first use as Kafka
-        creates the topic on the first transactional FindCoordinator; None in cluster mode."""
-        if self.transactions is None and not self._cluster:
+        """The transaction coordinator, built on first use: on one broker with
+        ``__transaction_state``, as Kafka creates the topic on the first transactional
+        FindCoordinator; in cluster mode once the topic exists (see
+        :meth:`transaction_state_unavailable`), None before."""
+        if self.transactions is None:
             with self._transactions_lock:
                 if self.transactions is None:
+                    if self._cluster and self.topics.get(TRANSACTION_STATE_TOPIC) is None:
+                        return None
                     tc = self._build_transactions()
-                    tc.load_all()               # a topic just created: nothing to replay
+                    if not self._cluster:
+                        tc.load_all()           # a topic just created: nothing to replay
                     self.transactions = tc
         return self.transactions
 
     def _build_transactions(self) -> TransactionCoordinator:
-        # embedded only (so one replica, whatever transaction.state.log.replication.factor says)
         cfg, topics = self.config, self.topics
-        n = self._ensure_topic(TRANSACTION_STATE_TOPIC, cfg["transaction.state.log.num.partitions"],
-                               1, cfg["transaction.state.log.segment.bytes"],
-                               {"min.insync.replicas": str(cfg["transaction.state.log.min.isr"])})
+        if self._cluster:       # created by transaction_state_unavailable, replicated
+            n = topics.get(TRANSACTION_STATE_TOPIC).partitions
+        else:                   # one broker, one replica (whatever the factor says)
+            n = self._ensure_topic(TRANSACTION_STATE_TOPIC, cfg["transaction.state.log.num.partitions"],
+                                   1, cfg["transaction.state.log.segment.bytes"],
+                                   {"min.insync.replicas": str(cfg["transaction.state.log.min.isr"])})
+        extra = {}
+        if self._cluster:
+            writer = CoordinatorPartitionWriter(topics, self.replicas, TRANSACTION_STATE_TOPIC,
+                                                required_acks=ACKS_ALL, timeout_ms=cfg["request.timeout.ms"])
+            self._markers = markers = RemoteMarkerWriter(self.broker_id, self.metadata, self.replicas.address,
+                                                         self.replicas.security, cfg["request.timeout.ms"])
+            extra = dict(owns_partition=self._leads_transactions, coordinator_epoch=self._transactions_epoch)
+        else:
+            writer, markers = None, LocalMarkerWriter(topics, self.groups)
         store = LogOffsetsStore(n, lambda p: topics.log(TRANSACTION_STATE_TOPIC, p),
-                                read_chunk=cfg["transaction.state.log.load.buffer.size"])
-        return TransactionCoordinator.from_config(cfg, store, self.producer_ids,
-                                                  LocalMarkerWriter(topics, self.groups),
-                                                  clock=wall_clock_ms)
+                                read_chunk=cfg["transaction.state.log.load.buffer.size"], writer=writer)
+        tc = TransactionCoordinator.from_config(cfg, store, self.producer_ids, markers, clock=wall_clock_ms,
+                                                **extra)
+        self._txn_thread.start()
+        return tc
+
+    def _leads_transactions(self, partition: int) -> bool:
+        """Cluster mode: this broker coordinates the ids of ``__transaction_state-<partition>``
+        (it leads it, and what it loaded is of this term)."""
+        part = self.replicas.get(TRANSACTION_STATE_TOPIC, partition)
+        if part is None or part.role != LEADER:
+            return False
+        epoch = self._epochs[TRANSACTION_STATE_TOPIC].get(partition)
+        return epoch is None or epoch == part.leader_epoch
+
+    def _transactions_epoch(self, partition: int) -> int:
+        """The coordinator epoch markers carry: the leader epoch of the id's state partition."""
+        part = self.replicas.get(TRANSACTION_STATE_TOPIC, partition)
+        return 0 if part is None else max(part.leader_epoch, 0)
 
     def _producer_id_store(self, zk_client):
         """Cluster mode: the ``/latest_producer_id_block`` znode all brokers share; else a file."""
@@ -178,21 +219,36 @@ class CoordinationService:
         """Cluster mode: create ``__consumer_offsets`` if it is missing and enough brokers are
         alive for ``offsets.topic.replication.factor``, as Kafka's FindCoordinator does. None
         when the topic exists; else why not, for COORDINATOR_NOT_AVAILABLE's message."""
-        cfg, topics = self.config, self.topics
-        if topics.get(OFFSETS_TOPIC) is not None:
+        cfg = self.config
+        return self._internal_topic_unavailable(
+            OFFSETS_TOPIC, "offsets topic", "offsets.topic.replication.factor",
+            lambda rf: self._ensure_topic(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], rf,
+                                          cfg["offsets.topic.segment.bytes"]))
+
+    def transaction_state_unavailable(self) -> str | None:
+        """Cluster mode: the same for ``__transaction_state`` and
+        ``transaction.state.log.replication.factor`` (a transactional FindCoordinator)."""
+        cfg = self.config
+        return self._internal_topic_unavailable(
+            TRANSACTION_STATE_TOPIC, "transaction state topic", "transaction.state.log.replication.factor",
+            lambda rf: self._ensure_topic(TRANSACTION_STATE_TOPIC, cfg["transaction.state.log.num.partitions"],
+                                          rf, cfg["transaction.state.log.segment.bytes"],
+                                          {"min.insync.replicas": str(cfg["transaction.state.log.min.isr"])}))
+
+    def _internal_topic_unavailable(self, topic: str, what: str, rf_name: str, create) -> str | None:
+        if self.topics.get(topic) is not None:
             return None
-        rf, alive = cfg["offsets.topic.replication.factor"], len(topics.live_brokers())
+        rf, alive = self.config[rf_name], len(self.topics.live_brokers())
         if alive < rf:
             why = (f"Number of alive brokers '{alive}' does not meet the required replication factor "
-                   f"'{rf}' for the offsets topic (configured via 'offsets.topic.replication.factor'). "
+                   f"'{rf}' for the {what} (configured via '{rf_name}'). "
                    "This error can be ignored if the cluster is starting up and not all brokers are up yet.")
         else:
             try:
-                self._ensure_topic(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], rf,
-                                   cfg["offsets.topic.segment.bytes"])
+                create(rf)
                 return None
             except errors.KafkaError as e:     # e.g. a broker left meanwhile
-                why = f"cannot create {OFFSETS_TOPIC}: {e}"
+                why = f"cannot create {topic}: {e}"
         if why != self._unavailable_logged:    # once per cause, not once per client retry
             self._unavailable_logged = why
             log.error("%s", why)
@@ -203,7 +259,7 @@ class CoordinationService:
         when this broker coordinates them; see GroupCoordinator.partition_error)."""
         part = self.replicas.get(OFFSETS_TOPIC, partition)
         if part is not None and part.role == LEADER:
-            epoch = self._epochs.get(partition)
+            epoch = self._epochs[OFFSETS_TOPIC].get(partition)
             # loaded in an earlier term: stale until the thread loads it again
             return 0 if epoch is None or epoch == part.leader_epoch else _LOADING
         if self.metadata.leader(OFFSETS_TOPIC, partition) == self.broker_id:
@@ -213,31 +269,38 @@ class CoordinationService:
         return _NOT_COORDINATOR
 
     def _follow_leadership(self) -> None:
-        """Load the partitions this broker now leads, unload those it stopped leading (or leads
-        in a new epoch: another leader may have written in between)."""
+        """Load the internal partitions this broker now leads, unload those it stopped leading
+        (or leads in a new epoch: another leader may have written in between)."""
+        self._follow(OFFSETS_TOPIC, self.groups.manager.num_partitions, self.groups, "group")
+        tc = self.transaction_coordinator()
+        if tc is not None:
+            self._follow(TRANSACTION_STATE_TOPIC, tc.num_partitions, tc, "transaction")
+
+    def _follow(self, topic: str, partitions: int, coordinator, kind: str) -> None:
+        epochs = self._epochs[topic]
         led = {}
-        for p in range(self.groups.manager.num_partitions):
-            part = self.replicas.get(OFFSETS_TOPIC, p)
+        for p in range(partitions):
+            part = self.replicas.get(topic, p)
             if part is not None and part.role == LEADER:
                 led[p] = part.leader_epoch
-        lost = sorted(p for p, epoch in self._epochs.items() if led.get(p) != epoch)
+        lost = sorted(p for p, epoch in epochs.items() if led.get(p) != epoch)
         if lost:
             # unloaded first, forgotten second: no request sees a stale partition as served
-            self.groups.unload_partitions(lost)
+            coordinator.unload_partitions(lost)
             for p in lost:
-                del self._epochs[p]
-            log.info("resigned as the group coordinator of %s partitions %s", OFFSETS_TOPIC, lost)
-        gained = sorted(set(led) - set(self._epochs))
+                del epochs[p]
+            log.info("resigned as the %s coordinator of %s partitions %s", kind, topic, lost)
+        gained = sorted(set(led) - set(epochs))
         for p in gained:
-            self._epochs[p] = led[p]   # first, so a term that ends while it loads shows as stale
+            epochs[p] = led[p]   # first, so a term that ends while it loads shows as stale
             try:
-                self.groups.load_partitions([p])
+                coordinator.load_partitions([p])
             except errors.KafkaError as e:      # lost again meanwhile: the next tick decides
-                del self._epochs[p]
-                log.warning("loading %s-%d failed: %s", OFFSETS_TOPIC, p, e)
+                del epochs[p]
+                log.warning("loading %s-%d failed: %s", topic, p, e)
         if gained:
-            log.info("elected as the group coordinator of %s partitions %s",
-                     OFFSETS_TOPIC, {p: led[p] for p in gained})
+            log.info("elected as the %s coordinator of %s partitions %s", kind, topic,
+                     {p: led[p] for p in gained})
 
     def _run(self) -> None:
         try:
@@ -263,14 +326,30 @@ class CoordinationService:
                 if self._cluster:
                     self._follow_leadership()
                 self.groups.tick()
-                if self.transactions is not None:
-                    self.transactions.tick()
             except Exception:  # a bug in one tick must not stop the timeouts for good
                 log.exception("group coordinator tick failed")
+
+    def _tick_transactions(self) -> None:
+        """The transaction coordinator's timer, apart from the groups': completing a transaction
+        waits for its markers, in cluster mode on other brokers."""
+        self.loaded.wait()
+        broker_stopped = self._broker_stopped
+        while not self._stop.wait(TICK_S):
+            if broker_stopped is not None and broker_stopped.is_set():
+                return
+            try:
+                tc = self.transactions      # set just after this thread started
+                if tc is not None:
+                    tc.tick()
+            except Exception:  # noqa: BLE001 — as the groups' tick
+                log.exception("transaction coordinator tick failed")
 
     def stop(self) -> None:
         self.groups.shutdown()
         self._stop.set()
-        if threading.current_thread() is not self._thread:
-            self._thread.join(5.0)
+        for thread in (self._thread, self._txn_thread):
+            if thread.is_alive() and threading.current_thread() is not thread:
+                thread.join(5.0)
+        if self._markers is not None:
+            self._markers.close()
 

@@ -20,6 +20,11 @@ whatever the bytes were and whatever the handler raised (DESIGN §10):
 Handlers are ``handle_<api>(ctx, request) -> response | None | DELAYED``; ``None`` means no
 response (Produce acks=0), ``DELAYED`` that the handler will call :meth:`RequestContext.send`
 later (a long-polling Fetch).
+
+In cluster mode the transaction coordinator's requests (``WAITING_APIS``) are handled on threads
+of their own (``waiting_threads``): they wait for their writes to replicate and for other
+leaders' markers, and the thread that decoded them — by default a network processor, which
+also serves the followers' fetches those waits need — must not be held meanwhile.
 """
 from __future__ import annotations
 
@@ -33,8 +38,12 @@ from fastkafka.security import AuthenticationFailed
 
 from .authorizer import CLUSTER_NAME, NOT_REQUESTED, AclOperation, ResourceType, every_operation
 from .quotas import ClientQuotas
+from .request_channel import RequestChannel
 
-__all__ = ["Dispatcher", "RequestContext", "DELAYED"]
+__all__ = ["Dispatcher", "RequestContext", "DELAYED", "WAITING_APIS"]
+
+WAITING_APIS = frozenset({P.ApiKey.INIT_PRODUCER_ID, P.ApiKey.ADD_PARTITIONS_TO_TXN, P.ApiKey.ADD_OFFSETS_TO_TXN,
+                          P.ApiKey.END_TXN, P.ApiKey.TXN_OFFSET_COMMIT})
 
 log = logging.getLogger("fastkafka.server")
 request_log = logging.getLogger("fastkafka.server.requests")
@@ -135,11 +144,17 @@ class RequestContext:
 class Dispatcher:
     """Thread-safe: called concurrently by processors (inline) or handler threads."""
 
-    def __init__(self, broker, handlers: dict[int, Callable], advertised: P.Advertised, quotas: ClientQuotas):
+    def __init__(self, broker, handlers: dict[int, Callable], advertised: P.Advertised, quotas: ClientQuotas,
+                 waiting_threads: int = 0):
         self._broker = broker
         self._handlers = handlers
         self.advertised = advertised
         self.quotas = quotas
+        self._waiting = RequestChannel(self._call_waiting, waiting_threads) if waiting_threads > 0 else None
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        if self._waiting is not None:
+            self._waiting.shutdown(timeout)
 
     def handle(self, request) -> None:
         frame = request.frame
@@ -187,6 +202,18 @@ class Dispatcher:
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("%s v%d corr=%d from %s", P.API_NAMES[key], version,
                               header.correlation_id, request.connection_id)
+        if self._waiting is not None and key in WAITING_APIS:
+            self._waiting.submit((ctx, body))
+            return
+        self._call(ctx, body)
+
+    def _call_waiting(self, item) -> None:
+        self._call(*item)
+
+    def _call(self, ctx: "RequestContext", body) -> None:
+        """Run the handler and send what it answers (or the API's error response)."""
+        request, header = ctx.request, ctx.header
+        key, version = header.api_key, header.api_version
         try:
             response = self._handlers[key](ctx, body)
         except Exception as e:

@@ -64,7 +64,7 @@ class ReplicaManager:
         self.delete_records_purgatory = Purgatory("delete-records")
         self._lag_ms = config["replica.lag.time.max.ms"]
         self._fetchers_per_leader = config["num.replica.fetchers"]
-        self._listener, self._security = inter_broker_security(config)
+        self._listener, self.security = inter_broker_security(config)   # how this broker reaches the others
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._lock = threading.Lock()
@@ -190,8 +190,8 @@ class ReplicaManager:
         f = self._fetchers.get((leader, index))
         if f is None:
             f = self._fetchers[(leader, index)] = ReplicaFetcher(
-                self.broker_id, leader, lambda: self._address(leader), self.topics.local_log, self.config,
-                index=index, security=self._security)
+                self.broker_id, leader, lambda: self.address(leader), self.topics.local_log, self.config,
+                index=index, security=self.security)
             f.start()
         return f
 
@@ -199,7 +199,8 @@ class ReplicaManager:
         for f in self._fetchers.values():
             f.remove(*tp)
 
-    def _address(self, broker_id: int) -> tuple[str, int] | None:
+    def address(self, broker_id: int) -> tuple[str, int] | None:
+        """A live broker's address on the inter-broker listener (None: not registered)."""
         info = self.metadata.brokers().get(broker_id)
         return None if info is None else info.endpoint(self._listener)
 

@@ -24,9 +24,13 @@ log = logging.getLogger("fastkafka.server")
 
 
 def write_marker(topics, replicas, groups, topic: str, partition: int, producer_id: int,
-                 producer_epoch: int, coordinator_epoch: int, commit: bool) -> None:
-    """Append the marker at this broker, which must lead the partition (raises a KafkaError)."""
+                 producer_epoch: int, coordinator_epoch: int, commit: bool):
+    """Append the marker at this broker, which must lead the partition (raises a KafkaError).
+    In cluster mode returns what acks=all waits on, ``(log, partition state, offset to reach)``:
+    the coordinator counts a marker written once replicated, as Kafka's leader answers
+    WriteTxnMarkers; None on one broker."""
     lg = topics.log(topic, partition)
+    part = None
     if replicas is None:
         leader_epoch = EMBEDDED_LEADER_EPOCH
     else:
@@ -34,9 +38,10 @@ def write_marker(topics, replicas, groups, topic: str, partition: int, producer_
         if part is None or part.role != LEADER:
             raise errors.NotLeaderOrFollowerError(f"{topic}-{partition}: not the leader here")
         leader_epoch = part.leader_epoch
-    lg.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch)
+    info = lg.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch)
     if topic == OFFSETS_TOPIC and groups is not None:
         groups.complete_txn(producer_id, partition, commit)
+    return None if part is None else (lg, part, info.last_offset + 1)
 
 
 class LocalMarkerWriter:

@@ -79,7 +79,8 @@ class BrokerProc:
             "zookeeper.connect": connect, "broker.id": broker_id,
             "listeners": f"PLAINTEXT://{host}:{self.port}", "log.dirs": self.log_dir,
             "zookeeper.session.timeout.ms": SESSION_MS, "zookeeper.connection.timeout.ms": 20000,
-            "offsets.topic.num.partitions": 6, "group.initial.rebalance.delay.ms": 0,
+            "offsets.topic.num.partitions": 6, "transaction.state.log.num.partitions": 6,
+            "group.initial.rebalance.delay.ms": 0,
             "num.partitions": 1,
         }
         self.props.update(props)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata, partition_for
 from fastkafka.coordinator.coordinator import wall_clock_ms
+from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC
 from fastkafka.protocol import ApiKey
 
 from ..authorizer import GROUP, TOPIC, AclOperation
@@ -55,34 +56,39 @@ def handle_find_coordinator(ctx, req):
     else:
         require_group(ctx, DESCRIBE, req.key)
     svc = ctx.broker.group_coordination()          # make sure the coordinators are up (and loading)
-    if req.key_type == TRANSACTION_KEY_TYPE and svc.transaction_coordinator() is None:
-        # cluster mode serves no transactions yet: a fatal answer beats clients retrying forever
-        code = errors.TransactionalIdAuthorizationFailedError.code
-        return ctx.response(error_code=code, error_message="transactions are not served in cluster mode yet",
-                            node_id=-1, host="", port=-1)
     if req.key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return ctx.response(error_code=errors.InvalidRequestError.code,
                             error_message=f"unknown key type {req.key_type}", node_id=-1, host="", port=-1)
     if ctx.broker.cluster is not None:
-        return _cluster_coordinator(ctx, svc, req.key)
+        return _cluster_coordinator(ctx, svc, req.key, req.key_type)
+    if req.key_type == TRANSACTION_KEY_TYPE:
+        svc.transaction_coordinator()              # creates __transaction_state on first use
     host, port = ctx.broker.endpoint(ctx.listener)
     return ctx.response(error_code=0, error_message=None, node_id=ctx.broker.broker_id, host=host, port=port)
 
 
-def _cluster_coordinator(ctx, svc, group_id: str):
-    """Cluster mode: the group's coordinator is the leader of its ``__consumer_offsets`` partition,
-    once the topic exists (it is created here when enough brokers are alive, as Kafka does)."""
-    why = svc.offsets_topic_unavailable()
+def _cluster_coordinator(ctx, svc, key: str, key_type: int):
+    """Cluster mode: a group's coordinator is the leader of its ``__consumer_offsets`` partition,
+    a transactional id's that of its ``__transaction_state`` partition, once the topic exists
+    (it is created here when enough brokers are alive, as Kafka does)."""
+    if key_type == TRANSACTION_KEY_TYPE:
+        why = svc.transaction_state_unavailable()
+        topic = TRANSACTION_STATE_TOPIC
+        tc = None if why is not None else svc.transaction_coordinator()
+        partitions = tc.num_partitions if tc is not None else 0
+    else:
+        why = svc.offsets_topic_unavailable()
+        topic, partitions = OFFSETS_TOPIC, svc.groups.manager.num_partitions
     if why is not None:
         return ctx.response(error_code=errors.CoordinatorNotAvailableError.code, error_message=why,
                             node_id=-1, host="", port=-1)
     md = ctx.broker.metadata
-    leader = md.leader(OFFSETS_TOPIC, partition_for(group_id, svc.groups.manager.num_partitions))
+    leader = md.leader(topic, partition_for(key, partitions))
     info = md.brokers().get(leader)
     ep = info.endpoint(ctx.listener) if info is not None else None
     if ep is None:
         return ctx.response(error_code=errors.CoordinatorNotAvailableError.code,
-                            error_message="the group's offsets partition has no leader", node_id=-1,
+                            error_message=f"the {topic} partition of {key!r} has no leader", node_id=-1,
                             host="", port=-1)
     return ctx.response(error_code=0, error_message=None, node_id=leader, host=ep[0], port=ep[1])
 

@@ -31,7 +31,7 @@ from ..partition import ACKS_ALL, acks_all_code, append_as_leader
 from ..topics import EMBEDDED_LEADER_EPOCH
 from .failure import failure
 
-__all__ = ["handle_produce"]
+__all__ = ["handle_produce", "DelayedAcks"]
 
 
 _INVALID_ACKS = errors.InvalidRequiredAcksError.code
@@ -66,13 +66,15 @@ def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     return 0, info.base_offset, info.log_append_time, info.log_start_offset, waiting
 
 
-class DelayedProduce(DelayedOperation):
-    """An acks=all produce waiting until each partition's high watermark passes its batch."""
+class DelayedAcks(DelayedOperation):
+    """Appends waiting for acks=all: once each partition's high watermark passed its append (or
+    its time is up), every waiting partition's response fields get their error code and
+    ``respond()`` sends the answer. Produce and WriteTxnMarkers wait so."""
 
-    def __init__(self, ctx, timeout_ms: int, results, waiting):
+    def __init__(self, timeout_ms: int, waiting, respond):
         super().__init__(timeout_ms)
         # waiting: [(the partition's response fields, (log, partition state, offset to reach))]
-        self.ctx, self.results, self.waiting = ctx, results, waiting
+        self.waiting, self.respond = waiting, respond
 
     def try_complete(self) -> bool:
         if all(acks_all_code(*w) is not None for _, w in self.waiting):
@@ -83,7 +85,11 @@ class DelayedProduce(DelayedOperation):
         for kw, w in self.waiting:
             code = acks_all_code(*w)
             kw["error_code"] = _TIMED_OUT if code is None else code
-        self.ctx.send(_response(self.ctx, self.results))
+        self.respond()
+
+    def wait_in(self, purgatory) -> None:
+        """Watch under each waiting partition (the replica manager's produce purgatory)."""
+        purgatory.try_complete_else_watch(self, [(w[1].topic, w[1].partition) for _, w in self.waiting])
 
 
 def _response(ctx, results):
@@ -125,8 +131,7 @@ def handle_produce(ctx, req):
     if acks == 0:
         return None
     if waiting:
-        op = DelayedProduce(ctx, req.timeout_ms, results, waiting)
-        keys = [(w[0].topic, w[0].partition) for _, w in waiting]
-        replicas.produce_purgatory.try_complete_else_watch(op, keys)
+        DelayedAcks(req.timeout_ms, waiting, lambda: ctx.send(_response(ctx, results))).wait_in(
+            replicas.produce_purgatory)
         return DELAYED
     return _response(ctx, results)

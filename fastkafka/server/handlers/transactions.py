@@ -27,9 +27,12 @@ from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, AclOperation
+from ..dispatch import DELAYED
+from ..partition import acks_all_code
 from ..txn_markers import write_marker
 from .authorization import require_cluster, require_group, require_transactional_id
 from .group import commit_response, partition_exists, requested_offsets
+from .produce import DelayedAcks
 
 __all__ = ["TRANSACTION_RANGES", "handle_init_producer_id", "handle_add_partitions_to_txn",
            "handle_add_offsets_to_txn", "handle_end_txn", "handle_txn_offset_commit",
@@ -44,11 +47,12 @@ def _for_version(code: int, version: int, first_fenced: int) -> int:
 
 
 def _coordinator(ctx):
-    """The transaction coordinator, or None where transactions are not served (cluster mode)."""
+    """The transaction coordinator, or None before ``__transaction_state`` exists (cluster mode:
+    the first transactional FindCoordinator creates it once enough brokers are alive)."""
     return ctx.broker.group_coordination().transaction_coordinator()
 
 
-_NOT_SERVED = errors.TransactionalIdAuthorizationFailedError.code
+_NOT_SERVED = errors.CoordinatorNotAvailableError.code
 WRITE = AclOperation.WRITE
 
 
@@ -132,27 +136,41 @@ def handle_txn_offset_commit(ctx, req):
 
 
 def handle_write_txn_markers(ctx, req):
-    """From a transaction coordinator: write each marker at this broker's led partitions."""
+    """From a transaction coordinator: write each marker at this broker's led partitions; in
+    cluster mode answered once they are replicated (REQUEST_TIMED_OUT after request.timeout.ms)."""
     require_cluster(ctx, AclOperation.CLUSTER_ACTION)
     broker = ctx.broker
     groups = broker.group_coordination().groups
-    cls = ctx.codec.api.response
-    out = []
+    waiting = []
+    markers = []
     for m in req.markers:
         topics = []
+        markers.append((m.producer_id, topics))
         for t in m.topics:
             parts = []
+            topics.append((t.name, parts))
             for p in t.partition_indexes:
-                code = 0
+                kw = dict(partition_index=p, error_code=0)
+                parts.append(kw)
                 try:
-                    write_marker(broker.topics, broker.replicas, groups, t.name, p, m.producer_id,
-                                 m.producer_epoch, m.coordinator_epoch, m.transaction_result)
+                    wait = write_marker(broker.topics, broker.replicas, groups, t.name, p, m.producer_id,
+                                        m.producer_epoch, m.coordinator_epoch, m.transaction_result)
                 except errors.KafkaError as e:
-                    code = e.code
-                parts.append(cls.Markers.Topics.Partitions(partition_index=p, error_code=code))
-            topics.append(cls.Markers.Topics(name=t.name, partitions=parts))
-        out.append(cls.Markers(producer_id=m.producer_id, topics=topics))
-    return cls(markers=out)
+                    kw["error_code"] = e.code
+                    continue
+                if wait is not None and acks_all_code(*wait) is None:
+                    waiting.append((kw, wait))
+
+    def response():
+        cls = ctx.codec.api.response
+        return cls(markers=[cls.Markers(producer_id=pid, topics=[
+            cls.Markers.Topics(name=name, partitions=[cls.Markers.Topics.Partitions(**kw) for kw in parts])
+            for name, parts in topics]) for pid, topics in markers])
+    if waiting:
+        DelayedAcks(broker.config["request.timeout.ms"], waiting, lambda: ctx.send(response())).wait_in(
+            broker.replicas.produce_purgatory)
+        return DELAYED
+    return response()
 
 
 def handle_describe_transactions(ctx, req):

@@ -1,0 +1,119 @@
+"""The transaction coordinator's markers in cluster mode: WriteTxnMarkers to each partition's
+leader (Kafka's TransactionMarkerChannelManager).
+
+The partitions of a completing transaction are grouped by the leader the ZooKeeper metadata
+names, and each leader gets one WriteTxnMarkers request over the inter-broker listener (this
+broker included: the leader answers once the marker is replicated, so a local write takes the
+same road). The answer is the error code of each partition whose marker was not written:
+NOT_LEADER_OR_FOLLOWER while a partition has no leader, a network error when its leader could
+not be reached, the leader's own code otherwise. The coordinator keeps the transaction prepared
+and asks again for those partitions (its tick), so a marker lands once a leader is back;
+UNKNOWN_TOPIC_OR_PARTITION (the topic was deleted) is given up, as Kafka does.
+
+Connections are kept per leader and used one request at a time (a lock each); a failed one is
+dropped and opened again by the next call.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+from fastkafka import errors
+from fastkafka.client.connection import BrokerConnection
+from fastkafka.protocol import ApiKey
+
+__all__ = ["RemoteMarkerWriter"]
+
+log = logging.getLogger("fastkafka.coordinator")
+
+_NOT_LEADER = errors.NotLeaderOrFollowerError.code
+_UNKNOWN = errors.UnknownTopicOrPartitionError.code
+_NETWORK = errors.NetworkException.code
+
+
+class _Channel:
+    __slots__ = ("lock", "conn")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.conn: BrokerConnection | None = None
+
+
+class RemoteMarkerWriter:
+    """``write_markers`` of a cluster broker's transaction coordinator. ``metadata`` is the
+    ZooKeeper metadata cache (partition leaders), ``address(broker_id)`` a broker's
+    inter-broker address (or None), ``security`` the inter-broker :class:`ClientSecurity`."""
+
+    def __init__(self, broker_id: int, metadata, address: Callable[[int], tuple[str, int] | None],
+                 security=None, timeout_ms: int = 30000):
+        self.broker_id, self.metadata, self.address = broker_id, metadata, address
+        self.security, self.timeout_ms = security, timeout_ms
+        self._channels: dict[int, _Channel] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                 partitions) -> dict[tuple[str, int], int]:
+        failed: dict[tuple[str, int], int] = {}
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for tp in sorted(partitions):
+            if self.metadata.partition(*tp) is None:
+                failed[tp] = _UNKNOWN
+                continue
+            leader = self.metadata.leader(*tp)
+            if leader < 0:
+                failed[tp] = _NOT_LEADER
+            else:
+                by_leader.setdefault(leader, []).append(tp)
+        marker = {"producer_id": producer_id, "producer_epoch": producer_epoch, "transaction_result": commit,
+                  "coordinator_epoch": coordinator_epoch}
+        for leader, tps in by_leader.items():
+            failed.update(self._send(leader, marker, tps))
+        return failed
+
+    def _send(self, leader: int, marker: dict, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        by_topic: dict[str, list[int]] = {}
+        for t, p in tps:
+            by_topic.setdefault(t, []).append(p)
+        request = {"markers": [dict(marker, topics=[{"name": t, "partition_indexes": ps}
+                                                    for t, ps in by_topic.items()])]}
+        channel = self._channel(leader)
+        with channel.lock:
+            try:
+                if channel.conn is None:
+                    addr = self.address(leader)
+                    if addr is None:
+                        return dict.fromkeys(tps, _NOT_LEADER)
+                    channel.conn = BrokerConnection(
+                        addr[0], addr[1], node_id=leader, client_id=f"broker-{self.broker_id}-txn-markers",
+                        request_timeout_ms=self.timeout_ms, security=self.security).connect()
+                answer = channel.conn.request(ApiKey.WRITE_TXN_MARKERS, request)
+            except (OSError, errors.KafkaError) as e:
+                conn, channel.conn = channel.conn, None
+                if conn is not None:
+                    conn.close()
+                log.info("markers to broker %d failed: %s", leader, e)
+                return dict.fromkeys(tps, _NETWORK)
+        failed = {}
+        for m in answer.markers:
+            for t in m.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        failed[(t.name, p.partition_index)] = p.error_code
+        return failed
+
+    def _channel(self, leader: int) -> _Channel:
+        with self._lock:
+            channel = self._channels.get(leader)
+            if channel is None:
+                channel = self._channels[leader] = _Channel()
+            return channel
+
+    def close(self) -> None:
+        with self._lock:
+            channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            with channel.lock:
+                if channel.conn is not None:
+                    channel.conn.close()
+                    channel.conn = None
