@@ -111,6 +111,15 @@ class GroupOffsets:
         """``(error, {tp: committed or None})``; every committed partition when ``partitions`` is None."""
         return self._locked(self._fetch, group_id, partitions)
 
+    def unstable_offsets(self, group_id: str) -> set[tuple[str, int]]:
+        """The partitions with offsets committed in a transaction not yet ended (KIP-447's
+        OffsetFetch ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them)."""
+        return self._locked(self._unstable, group_id)
+
+    def _unstable(self, group_id):
+        group = self._group(group_id)
+        return set() if group is None else {tp for pending in group.pending_txn_offsets.values() for tp in pending}
+
     def _fetch(self, group_id, partitions):
         code = self._check_available(group_id)
         if code:

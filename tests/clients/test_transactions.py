@@ -627,3 +627,41 @@ def test_consume_transform_produce_exactly_once_through_broker_and_worker_kills(
         if worker is not None:
             worker.stop()
         broker.stop()
+
+
+# ---------------------------------------------------------------- KIP-447: OffsetFetch require_stable
+
+def test_offset_fetch_require_stable_waits_for_the_transaction(broker):
+    """Offsets sent to an open transaction are UNSTABLE_OFFSET_COMMIT to an OffsetFetch v7 with
+    require_stable (a consumer must not start from them yet); without it the group's committed
+    offset answers (none yet). Once the transaction commits, both answer the new offset, and a
+    confluent-kafka read_committed consumer (which asks with require_stable) starts there."""
+    from fastkafka.client.connection import BrokerConnection
+    from fastkafka.protocol import ApiKey
+    broker.topics.create("stable", 1)
+    group = "stable-group"
+    member = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    p = txn_producer(broker.bootstrap, "stable-txn")
+    p.begin_transaction()
+    p.produce("stable", value=b"x", partition=0)
+    p.send_offsets_to_transaction([TopicPartition("stable", 0, 7)], member.consumer_group_metadata(), 20)
+
+    def fetch(require_stable: bool):
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            r = conn.request(ApiKey.OFFSET_FETCH, {"group_id": group, "require_stable": require_stable,
+                                                   "topics": [{"name": "stable", "partition_indexes": [0]}]},
+                             version=7)
+        part = r.topics[0].partitions[0]
+        return r.error_code, part.error_code, part.committed_offset
+
+    UNSTABLE = 88
+    assert fetch(True) == (0, UNSTABLE, -1)
+    assert fetch(False) == (0, 0, -1)
+    p.commit_transaction(20)
+    assert fetch(True) == fetch(False) == (0, 0, 7)
+    member.close()
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    try:
+        assert c.committed([TopicPartition("stable", 0)], timeout=10)[0].offset == 7
+    finally:
+        c.close()

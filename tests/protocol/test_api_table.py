@@ -21,6 +21,7 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Descr
            "InitProducerId": 4, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 3, "EndTxn": 3,
            "WriteTxnMarkers": 1, "TxnOffsetCommit": 3, "DescribeTransactions": 0,
            "ListTransactions": 1,
+           "OffsetFetch": 7,            # KIP-447's require_stable (v7; v6 is flexible)
            # security (issue 16): SASL (KIP-43, KIP-152, KIP-368), SCRAM users (KIP-554)
            "SaslHandshake": 1, "SaslAuthenticate": 2, "DescribeUserScramCredentials": 0,
            "AlterUserScramCredentials": 0,

@@ -27,11 +27,12 @@ OFFSET_COMMIT = declare(8, "OffsetCommit", max_version=7, first_flexible=8, requ
         error_code           int16
 """)
 
-OFFSET_FETCH = declare(9, "OffsetFetch", max_version=5, first_flexible=6, request="""
+OFFSET_FETCH = declare(9, "OffsetFetch", max_version=7, first_flexible=6, request="""
     group_id                 string
     topics                   []      null2+
       name                   string
       partition_indexes      []int32
+    require_stable           bool    v7+  =false
 """, response="""
     throttle_time_ms         int32   v3+
     topics                   []      <topics

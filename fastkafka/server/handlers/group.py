@@ -46,6 +46,7 @@ def _groups(ctx):
 
 
 _TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
+_UNSTABLE = errors.UnstableOffsetCommitError.code
 _GROUP_DENIED = errors.GroupAuthorizationFailedError.code
 READ, DESCRIBE, DELETE = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE
 
@@ -243,11 +244,18 @@ def handle_offset_fetch(ctx, req):
                 by_topic[t.name] = [cls.Topics.Partitions(partition_index=p, committed_offset=-1, metadata="",
                                                           error_code=_TOPIC_DENIED)
                                     for p in t.partition_indexes]
-    code, got = _groups(ctx).fetch_offsets(req.group_id, wanted)
+    groups = _groups(ctx)
+    code, got = groups.fetch_offsets(req.group_id, wanted)
     if wanted is None:
         got = {tp: om for tp, om in got.items() if ctx.authorize(DESCRIBE, TOPIC, tp[0])}
+    # KIP-447: a consumer that must not start from offsets a transaction may still replace
+    unstable = groups.unstable_offsets(req.group_id) if v >= 7 and req.require_stable and not code else ()
     for (topic, partition), om in (got.items() if wanted is None else
                                    ((tp, got.get(tp)) for tp in wanted)):
+        if (topic, partition) in unstable:
+            by_topic.setdefault(topic, []).append(cls.Topics.Partitions(
+                partition_index=partition, committed_offset=-1, metadata="", error_code=_UNSTABLE))
+            continue
         by_topic.setdefault(topic, []).append(cls.Topics.Partitions(
             partition_index=partition,
             committed_offset=-1 if om is None else om.offset,
@@ -278,7 +286,7 @@ def handle_offset_delete(ctx, req):
 def _ranges():
     return {
         ApiKey.OFFSET_COMMIT: (handle_offset_commit, 0, 7),
-        ApiKey.OFFSET_FETCH: (handle_offset_fetch, 0, 5),
+        ApiKey.OFFSET_FETCH: (handle_offset_fetch, 0, 7),
         ApiKey.FIND_COORDINATOR: (handle_find_coordinator, 0, 2),
         ApiKey.JOIN_GROUP: (handle_join_group, 0, 5),
         ApiKey.SYNC_GROUP: (handle_sync_group, 0, 3),

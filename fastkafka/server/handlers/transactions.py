@@ -52,7 +52,7 @@ def _coordinator(ctx):
     return ctx.broker.group_coordination().transaction_coordinator()
 
 
-_NOT_SERVED = errors.CoordinatorNotAvailableError.code
+_NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
 WRITE = AclOperation.WRITE
 
 
@@ -67,7 +67,7 @@ def handle_init_producer_id(ctx, req):
                             producer_epoch=0)
     tc = svc.transaction_coordinator()
     if tc is None:
-        return ctx.response(throttle_time_ms=0, error_code=_NOT_SERVED)
+        return ctx.response(throttle_time_ms=0, error_code=_NOT_AVAILABLE)
     code, pid, epoch = tc.init_producer_id(req.transactional_id, req.transaction_timeout_ms,
                                            req.producer_id, req.producer_epoch)
     return ctx.response(throttle_time_ms=0, error_code=_for_version(code, ctx.version, 4),
@@ -84,7 +84,7 @@ def handle_add_partitions_to_txn(ctx, req):
                    if tp not in refused and not partition_exists(ctx, *tp))
     tc = _coordinator(ctx)
     if tc is None:
-        codes = dict.fromkeys(wanted, _NOT_SERVED)
+        codes = dict.fromkeys(wanted, _NOT_AVAILABLE)
     elif refused:       # nothing is added: the others were not attempted
         codes = {tp: refused.get(tp, errors.OperationNotAttemptedError.code) for tp in wanted}
     else:
@@ -105,7 +105,7 @@ def handle_add_offsets_to_txn(ctx, req):
     svc = ctx.broker.group_coordination()
     tc = svc.transaction_coordinator()
     if tc is None:
-        return ctx.response(throttle_time_ms=0, error_code=_NOT_SERVED)
+        return ctx.response(throttle_time_ms=0, error_code=_NOT_AVAILABLE)
     partition = svc.groups.manager.partition_for(req.group_id)
     code = tc.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
                              {(OFFSETS_TOPIC, partition)})
@@ -116,7 +116,7 @@ def handle_end_txn(ctx, req):
     require_transactional_id(ctx, WRITE, req.transactional_id)
     tc = _coordinator(ctx)
     if tc is None:
-        return ctx.response(throttle_time_ms=0, error_code=_NOT_SERVED)
+        return ctx.response(throttle_time_ms=0, error_code=_NOT_AVAILABLE)
     code = tc.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed)
     return ctx.response(throttle_time_ms=0, error_code=_for_version(code, ctx.version, 2))
 
@@ -181,7 +181,7 @@ def handle_describe_transactions(ctx, req):
         if not ctx.authorize(AclOperation.DESCRIBE, TRANSACTIONAL_ID, tid):
             code, t = errors.TransactionalIdAuthorizationFailedError.code, None
         else:
-            code, t = (_NOT_SERVED, None) if tc is None else tc.describe_transaction(tid)
+            code, t = (_NOT_AVAILABLE, None) if tc is None else tc.describe_transaction(tid)
         if t is None:
             out.append(cls.TransactionStates(error_code=code, transactional_id=tid, transaction_state=""))
             continue
@@ -200,7 +200,7 @@ def handle_describe_transactions(ctx, req):
 def handle_list_transactions(ctx, req):
     tc = _coordinator(ctx)
     if tc is None:
-        return ctx.response(throttle_time_ms=0, error_code=_NOT_SERVED)
+        return ctx.response(throttle_time_ms=0, error_code=_NOT_AVAILABLE)
     unknown, found = tc.list_transactions(req.state_filters, req.producer_id_filters,
                                           req.duration_filter)
     return ctx.response(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
