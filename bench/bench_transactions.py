@@ -7,13 +7,17 @@
   a topic where 10% of the transactions were aborted, against ``read_uncommitted`` reading the same
   topic (it returns more records: the figure is bytes of the log per second). Target >= 0.9x.
 
-One ``fastkafka serve`` process on this machine; the compared things alternate within each round.
+One ``fastkafka serve`` process on this machine, or with ``--cluster`` three of them over a real
+ZooKeeper (topics with 3 replicas, ``__transaction_state`` too: the coordinator's states and the
+markers wait for replication, the markers go to the leader as WriteTxnMarkers); the compared
+things alternate within each round.
 
-    python bench/bench_transactions.py [--rounds 3] [--mb 64]
+    python bench/bench_transactions.py [--rounds 3] [--mb 64] [--cluster]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -21,7 +25,7 @@ import time
 import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server")]
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server"), os.path.join(ROOT, "tests", "cluster")]
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -31,10 +35,34 @@ VALUE = 1000
 PER_TXN = 1000
 
 
+REPLICAS = 1            # 3 with --cluster
+
+
 def create(bootstrap: str, topic: str) -> None:
     a = AdminClient({"bootstrap.servers": bootstrap})
-    for f in a.create_topics([NewTopic(topic, 1, 1)], operation_timeout=15).values():
+    for f in a.create_topics([NewTopic(topic, 1, REPLICAS)], operation_timeout=15).values():
         f.result()
+
+
+@contextlib.contextmanager
+def embedded(data: str):
+    port = free_port()
+    proc = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                         "--override", f"log.dirs={data}", "--log-level", "WARNING")
+    try:
+        wait_listening(port, proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+@contextlib.contextmanager
+def cluster(data: str):
+    from harness import Cluster   # noqa: PLC0415 (tests/cluster: real ZooKeeper and brokers)
+    from zk import Ensemble        # noqa: PLC0415
+    with Ensemble(os.path.join(data, "zk")) as zk, Cluster(data, zk.connect, 3) as c:
+        yield c.bootstrap
 
 
 def _produce_all(p: Producer, topic: str, n: int, value: bytes) -> None:
@@ -98,16 +126,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--mb", type=int, default=64)
+    ap.add_argument("--cluster", action="store_true", help="three brokers, topics with 3 replicas")
     args = ap.parse_args()
+    global REPLICAS
+    REPLICAS = 3 if args.cluster else 1
     n = args.mb * (1 << 20) // VALUE // PER_TXN * PER_TXN
-    port = free_port()
     data = tempfile.mkdtemp(prefix="bench-txn-")
-    proc = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                         "--override", f"log.dirs={data}", "--log-level", "WARNING")
-    bootstrap = f"127.0.0.1:{port}"
-    try:
-        wait_listening(port, proc)
-        print(f"{n} records of {VALUE} B, {PER_TXN} per transaction")
+    with (cluster if args.cluster else embedded)(data) as bootstrap:
+        print(f"{n} records of {VALUE} B, {PER_TXN} per transaction, {REPLICAS} replica(s)")
         for r in range(args.rounds):
             t_idem, t_txn = f"idem-{r}", f"txn-{r}"
             create(bootstrap, t_idem)
@@ -136,9 +162,6 @@ def main() -> None:
             assert n_rc == n - n // PER_TXN // 10 * PER_TXN and n_ru == n, (n_rc, n_ru)
             print(f"round {r}: fetch read_uncommitted {mib / ru:7.1f} MiB/s  read_committed "
                   f"{mib / rc:7.1f} MiB/s of log  ratio {ru / rc:.2f}x")
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 if __name__ == "__main__":
