@@ -28,6 +28,8 @@ TOOLS = {
     "produce": ("fastkafka.cli.produce", "produce lines from stdin or files"),
     "consume": ("fastkafka.cli.consume", "consume records"),
     "groups": ("fastkafka.cli.groups", "list and describe consumer groups"),
+    "transactions": ("fastkafka.cli.transactions", "list, describe and abort transactions, find hanging ones "
+                     "(kafka-transactions.sh)"),
     "perf": ("fastkafka.cli.perf", "producer / consumer performance test"),
     "load": ("fastkafka.cli.load", "load topics into Parquet with PySpark"),
     "mirror": ("fastkafka.cli.mirror", "mirror topics from one cluster to another (MirrorMaker)"),

@@ -23,6 +23,7 @@ from fastkafka.security.acl import AclBinding, AclBindingFilter, InvalidAcl
 from ..authorizer import CLUSTER, CLUSTER_NAME, TOPIC, AclOperation
 from .authorization import require_cluster
 from .failure import failure
+from .leader import leader_log
 from .metadata import live_brokers
 
 __all__ = ["CLUSTER_ADMIN_RANGES"]
@@ -81,11 +82,11 @@ def handle_describe_log_dirs(ctx, req):
 
 
 def _partition_producers(ctx, name: str, p: int) -> dict:
-    topics = ctx.broker.topics
     try:
         if not ctx.authorize(AclOperation.READ, TOPIC, name):
             raise errors.TopicAuthorizationFailedError(f"Not authorized to read topic {name}")
-        active = topics.log(name, p).describe_producers()
+        # any replica answers, as Kafka's (kafka-transactions.sh --broker-id asks a follower)
+        active = leader_log(ctx, name, p, -1, require_leader=False).describe_producers()
     except Exception as e:
         code, msg = failure(e, "producers of %s-%d", name, p)
         return {"partition_index": p, "error_code": code, "error_message": msg,

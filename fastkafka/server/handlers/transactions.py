@@ -199,8 +199,8 @@ def handle_describe_transactions(ctx, req):
 
 def handle_list_transactions(ctx, req):
     tc = _coordinator(ctx)
-    if tc is None:
-        return ctx.response(throttle_time_ms=0, error_code=_NOT_AVAILABLE)
+    if tc is None:      # no __transaction_state yet (cluster mode): no transactions
+        return ctx.response(throttle_time_ms=0, error_code=0, unknown_state_filters=[], transaction_states=[])
     unknown, found = tc.list_transactions(req.state_filters, req.producer_id_filters,
                                           req.duration_filter)
     return ctx.response(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
