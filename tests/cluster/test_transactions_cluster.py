@@ -6,18 +6,25 @@ transaction.state.log.replication.factor (3) replicas; a transactional id's coor
 leader of its partition, and the COMMIT/ABORT markers go as WriteTxnMarkers to every partition
 leader of the transaction (other brokers included). When the coordinator dies, the partition's
 next leader loads the replicated states and the producer carries on with it: what it commits
-is read exactly once, what it aborts never."""
+is read exactly once, what it aborts never. A consume-transform-produce worker stays exactly-once
+while brokers (its transaction coordinator among them) and the worker itself are SIGKILLed."""
+import collections
+import os
+import random
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from fastkafka.coordinator import partition_for
 from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC
 from fastkafka.protocol import ApiKey
 
-from harness import raw_call, wait_for
+from harness import Cluster, raw_call, wait_for
 from test_replication import create_replicated
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
@@ -140,3 +147,283 @@ def test_the_coordinator_dies_mid_transaction(cluster, how):
     assert sorted(got) == sorted(values(b"before") + values(b"open") + values(b"last")), \
         f"coordinator {victim} -> {new}"
     assert len(got) == len(set(got))
+
+
+# ------------------------------------------------ consume-transform-produce through broker kills
+
+WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients", "txn_worker.py")
+CTP_IN, CTP_OUT, CTP_GROUP, CTP_TXN_ID = "ctp-in", "ctp-out", "ctp-group", "ctp-cluster"
+CTP_PARTS = 3           # partitions of the input and of the output topic (replication factor 3)
+CTP_RECORDS = 2000      # input records, each with a unique id
+CTP_BATCH = 10          # records per transaction (at most): ~200 transactions, kills land among them
+CTP_BROKER_KILLS = int(os.environ.get("TXN_BROKER_KILLS", 6))   # SIGKILLs of a broker per run, at random
+CTP_WORKER_KILLS = int(os.environ.get("TXN_WORKER_KILLS", 2))   # points of progress; and of the worker
+CTP_DEADLINE = 120      # seconds for the whole run to finish
+INTERNAL = ("__consumer_offsets", TRANSACTION_STATE_TOPIC)   # 6 partitions each (the harness's)
+
+
+class CtpWorker:
+    """txn_worker.py (confluent) as a subprocess, a log file per run (worker-<run>.log)."""
+
+    def __init__(self, bootstrap: str, log_dir):
+        self.cmd = [sys.executable, WORKER_SCRIPT, "confluent", bootstrap, CTP_IN, CTP_OUT, CTP_GROUP, CTP_TXN_ID,
+                    "--batch", str(CTP_BATCH), "--pause-ms", "20"]
+        self.log_dir = log_dir
+        self.runs = 0
+        self.exits: list[int] = []      # exit codes of the runs that ended without the test killing them
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.runs += 1
+        self.log = open(self.log_dir / f"worker-{self.runs}.log", "w")
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def ensure_running(self) -> None:
+        if self.proc.poll() is not None:
+            self.exits.append(self.proc.returncode)
+            self.log.close()
+            self.start()
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self.log.close()
+        self.start()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if self.proc is not None:
+            self.log.close()
+
+    def report(self) -> str:
+        tail = []
+        for i in range(max(1, self.runs - 2), self.runs + 1):
+            text = (self.log_dir / f"worker-{i}.log").read_text().splitlines()
+            tail.append(f"--- worker run {i}\n" + "\n".join(text[-15:]))
+        return "\n".join(tail)
+
+
+def ctp_progress(monitor: Consumer) -> dict[int, int] | None:
+    """The group's committed input offsets, or None while the cluster cannot answer."""
+    try:
+        tps = monitor.committed([TopicPartition(CTP_IN, p) for p in range(CTP_PARTS)], timeout=2)
+    except KafkaException:
+        return None
+    if any(tp.error is not None for tp in tps):
+        return None
+    return {tp.partition: max(tp.offset, 0) for tp in tps}
+
+
+def group_coordinator(cluster) -> int:
+    st = cluster.state("__consumer_offsets", partition_for(CTP_GROUP, TXN_PARTITIONS))
+    return -1 if st is None else st.leader
+
+
+def ctp_diagnosis(cluster) -> str:
+    """What ZooKeeper and the brokers say about the run's topics, group and transactional id, and
+    the brokers' logged errors (for a failure's message)."""
+    exits = {i: b.proc.returncode for i, b in cluster.brokers.items() if b.proc is not None and not b.alive()}
+    lines = [f"alive {sorted(i for i, b in cluster.brokers.items() if b.alive())}, exited {exits}, registered "
+             f"{sorted(cluster.registered())}, controller {cluster.controller()}, txn coordinator "
+             f"{coordinator(cluster, CTP_TXN_ID)}, group coordinator {group_coordinator(cluster)}"]
+    for t in (CTP_IN, CTP_OUT) + INTERNAL:
+        for p in range(TXN_PARTITIONS if t in INTERNAL else CTP_PARTS):
+            s = cluster.state(t, p)
+            lines.append(f"  {t}-{p}: " + ("no state" if s is None else
+                                           f"leader {s.leader} isr {list(s.isr)} epoch {s.leader_epoch}"))
+    try:
+        for iso in ("read_committed", "read_uncommitted"):
+            c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"diag-{time.monotonic_ns()}",
+                          "isolation.level": iso})
+            for t in (CTP_IN, CTP_OUT):
+                ends = [c.get_watermark_offsets(TopicPartition(t, p), timeout=5)[1] for p in range(CTP_PARTS)]
+                lines.append(f"{t} {iso} end offsets {ends}")
+            c.close()
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})    # alive until the future resolves
+        g = admin.describe_consumer_groups([CTP_GROUP])[CTP_GROUP].result(10)
+        lines.append(f"group {g.state} members " + "; ".join(
+            f"{m.member_id} {sorted(tp.partition for tp in m.assignment.topic_partitions)}" for m in g.members))
+    except Exception as e:   # the report must not hide the failure it explains
+        lines.append(f"(diagnosis failed: {type(e).__name__}: {e})")
+    for i, b in cluster.brokers.items():
+        bad = [ln for ln in b.output().splitlines() if "Traceback" in ln or " ERROR " in ln or "Error" in ln]
+        lines.append(f"--- broker {i} ({b.stderr_path}): {len(bad)} error lines\n" + "\n".join(bad[-10:]))
+    return "\n".join(lines)
+
+
+def read_topic(bootstrap: str, topic: str, isolation: str, timeout: float = 60) -> dict[int, list[bytes]]:
+    """Every value of ``topic`` up to each partition's end (the last stable offset under
+    read_committed), per partition in offset order."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
+                  "enable.auto.commit": False, "isolation.level": isolation,
+                  "enable.partition.eof": True, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(CTP_PARTS)])
+    got: dict[int, list[bytes]] = {p: [] for p in range(CTP_PARTS)}
+    eof: set[int] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while eof != set(got) and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error() is not None:
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                eof.add(m.partition())
+                continue
+            eof.discard(m.partition())
+            got[m.partition()].append(m.value())
+    finally:
+        c.close()
+    assert eof == set(got), f"{topic}: no end of {set(got) - eof} within {timeout} s"
+    return got
+
+
+def in_sync(cluster, topics) -> bool:
+    """Every partition of ``topics`` has a live leader and all its replicas in the ISR."""
+    live = cluster.registered()
+    for t in topics:
+        try:
+            assignment = cluster.assignment(t)
+        except Exception:  # noqa: BLE001 -- not created yet
+            return False
+        for p, replicas in assignment.items():
+            s = cluster.state(t, p)
+            if s is None or s.leader not in live or set(s.isr) != set(replicas):
+                return False
+    return True
+
+
+@pytest.mark.crash
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_consume_transform_produce_exactly_once_through_broker_kills(ensemble, tmp_path, request):
+    """txn_worker.py (confluent) turns CTP_RECORDS input records of ctp-in (3 partitions, RF 3)
+    into ctp-out records, committing the input offsets in each transaction, against the three
+    brokers. At random points of the group's committed progress a broker is SIGKILLed -- in turn
+    the worker's transaction coordinator (leader of its __transaction_state partition) and another
+    broker picked at random -- and restarted once ZooKeeper dropped its session, so that at most one
+    broker is down at a time (before the next kill every broker is back in every ISR); the worker
+    is SIGKILLed CTP_WORKER_KILLS times. In the end read_committed shows every input id in the
+    output exactly once, and the group's committed offsets are the input's end offsets.
+    (TXN_SEED=<n> replays one run's kill points.)"""
+    # the worker's session.timeout.ms is 2 s: a killed worker's partitions move on quickly
+    with Cluster(tmp_path, f"{ensemble.connect}/{request.node.name}", 3,
+                 **{"group.min.session.timeout.ms": 500}) as cluster:
+        ctp_through_broker_kills(cluster, tmp_path)
+
+
+def ctp_through_broker_kills(cluster, tmp_path) -> None:
+    seed = int(os.environ.get("TXN_SEED") or random.randrange(1 << 30))
+    print(f"kill points chosen with TXN_SEED={seed}")
+    rng = random.Random(seed)
+    create_replicated(cluster, CTP_IN, CTP_PARTS)
+    create_replicated(cluster, CTP_OUT, CTP_PARTS)
+    src = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    ids = [b"id-%05d" % i for i in range(CTP_RECORDS)]
+    for i, v in enumerate(ids):
+        src.produce(CTP_IN, value=v, partition=i % CTP_PARTS)
+    assert src.flush(60) == 0
+    in_ends = {p: len(ids[p::CTP_PARTS]) for p in range(CTP_PARTS)}
+
+    monitor = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": CTP_GROUP,
+                        "isolation.level": "read_committed", "reconnect.backoff.max.ms": 300,
+                        "metadata.recovery.strategy": "none"})   # see txn_worker.py
+    worker = CtpWorker(cluster.bootstrap, tmp_path)
+    worker.start()
+    def points(n: int) -> list[int]:      # kill points: sums of the group's committed offsets
+        return [rng.randrange(CTP_RECORDS // 20, CTP_RECORDS * 9 // 10) for _ in range(n)]
+    kills = sorted([(at, "broker") for at in points(CTP_BROKER_KILLS)]
+                   + [(at, "worker") for at in points(CTP_WORKER_KILLS)])
+    done: list[tuple] = []
+    progress = None
+    t0 = time.monotonic()
+
+    def why() -> str:
+        return (f"TXN_SEED={seed}, kills done {done}, still to do {kills}, committed {progress} of {in_ends}, "
+                f"worker runs {worker.runs} exits {worker.exits}, {time.monotonic() - t0:.1f} s in\n"
+                f"{ctp_diagnosis(cluster)}\n{worker.report()}")
+
+    def settle(what: str, wait) -> None:
+        try:
+            wait()
+        except (TimeoutError, RuntimeError) as e:
+            pytest.fail(f"{what}: {e}; " + why())
+
+    def kill_broker(at: int, total: int) -> None:
+        coord = coordinator(cluster, CTP_TXN_ID)
+        if sum(1 for d in done if d[1] != "worker") % 2 == 0:
+            role, victim = "coordinator", coord
+        else:
+            role, victim = "other", rng.choice(sorted(set(cluster.brokers) - {coord}))
+        assert victim in cluster.brokers, f"no transaction coordinator for {CTP_TXN_ID}: " + why()
+        group = group_coordinator(cluster)
+        time.sleep(rng.uniform(0, 0.1))          # land anywhere inside a transaction
+        k0 = time.monotonic()
+        cluster.brokers[victim].kill()
+        settle(f"kill of {role} {victim}", lambda: wait_for(lambda: victim not in cluster.registered(), 30,
+                                                             what=f"broker {victim}'s session gone"))
+        if role == "coordinator":
+            settle(f"kill of {role} {victim}", lambda: wait_for(
+                lambda: coordinator(cluster, CTP_TXN_ID) not in (victim, -1), 30,
+                what=f"a new transaction coordinator after broker {victim}"))
+        cluster.brokers[victim].start()
+        settle(f"restart of {victim}", lambda: cluster.wait_registered(set(cluster.brokers), 60))
+        done.append((at, f"{role} {victim}" + (" (group coordinator)" if victim == group else ""), total,
+                     f"back in {time.monotonic() - k0:.1f} s"))
+
+    try:
+        deadline = t0 + CTP_DEADLINE
+        while True:
+            assert time.monotonic() < deadline, "no exactly-once finish in time: " + why()
+            for i, b in cluster.brokers.items():
+                assert b.alive(), f"broker {i} died by itself: " + why()
+            worker.ensure_running()
+            progress = ctp_progress(monitor)
+            total = sum(progress.values()) if progress else None
+            if total is not None and kills and total >= kills[0][0]:
+                if kills[0][1] == "broker":   # one broker down at a time: the last one is back in sync
+                    settle(f"before the kill at {kills[0][0]}", lambda: wait_for(
+                        lambda: in_sync(cluster, (CTP_IN, CTP_OUT) + INTERNAL), 60,
+                        what="every broker back in every ISR"))
+                at, what = kills.pop(0)
+                if what == "broker":
+                    kill_broker(at, total)
+                else:
+                    time.sleep(rng.uniform(0, 0.1))
+                    worker.kill()
+                    done.append((at, "worker", total))
+            elif not kills and progress == in_ends:
+                break
+            else:
+                time.sleep(0.05)
+        worker.stop()
+        print(f"{time.monotonic() - t0:.1f} s, kills {done}, worker runs {worker.runs} exits {worker.exits}")
+        assert len(done) == CTP_BROKER_KILLS + CTP_WORKER_KILLS
+        assert all(code in (3, 4, 5) for code in worker.exits), why()
+
+        # exactly once: every input id in the committed output, none twice, nothing else
+        out = read_topic(cluster.bootstrap, CTP_OUT, "read_committed")
+        values = collections.Counter(v for rows in out.values() for v in rows)
+        dups = {v: n for v, n in values.items() if n > 1}
+        missing = [i for i in ids if b"out:" + i not in values]
+        assert not dups and not missing and len(values) == CTP_RECORDS, (
+            f"{len(dups)} duplicated (e.g. {list(dups.items())[:5]}), {len(missing)} missing "
+            f"(e.g. {missing[:5]}), {len(values)} distinct; " + why())
+        assert set(values) == {b"out:" + i for i in ids}
+        # the group's committed offsets are the input's end offsets
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": CTP_GROUP})
+        ends = {p: c.get_watermark_offsets(TopicPartition(CTP_IN, p), timeout=10)[1] for p in range(CTP_PARTS)}
+        committed = {tp.partition: tp.offset for tp in
+                     c.committed([TopicPartition(CTP_IN, p) for p in range(CTP_PARTS)], timeout=10)}
+        c.close()
+        assert ends == in_ends, why()
+        assert committed == in_ends, why()
+    finally:
+        monitor.close()
+        worker.stop()
