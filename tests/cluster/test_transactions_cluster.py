@@ -48,14 +48,15 @@ def send(p: Producer, tag: bytes, per_partition: int = 5) -> None:
     assert p.flush(60) == 0
 
 
-def read(bootstrap: str, isolation: str, timeout: float = 60) -> list[bytes]:
-    """Every value of the topic up to each partition's end (the last stable offset under
-    read_committed), partition by partition in offset order."""
+def read_topic(bootstrap: str, topic: str, isolation: str, partitions: int = PARTITIONS,
+               timeout: float = 60) -> dict[int, list[bytes]]:
+    """Every value of ``topic`` up to each partition's end (the last stable offset under
+    read_committed), per partition in offset order."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
                   "enable.auto.commit": False, "isolation.level": isolation,
                   "enable.partition.eof": True, "fetch.wait.max.ms": 100})
-    c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-    got: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
     eof: set[int] = set()
     deadline = time.monotonic() + timeout
     try:
@@ -71,8 +72,14 @@ def read(bootstrap: str, isolation: str, timeout: float = 60) -> list[bytes]:
             got[m.partition()].append(m.value())
     finally:
         c.close()
-    assert eof == set(got), f"no end of {set(got) - eof} within {timeout} s"
-    return [v for p in range(PARTITIONS) for v in got[p]]
+    assert eof == set(got), f"{topic}: no end of {set(got) - eof} within {timeout} s"
+    return got
+
+
+def read(bootstrap: str, isolation: str) -> list[bytes]:
+    """Every value of TOPIC (see :func:`read_topic`), partition by partition."""
+    got = read_topic(bootstrap, TOPIC, isolation)
+    return [v for p in sorted(got) for v in got[p]]
 
 
 def values(tag: bytes, per_partition: int = 5) -> list[bytes]:
@@ -257,33 +264,6 @@ def ctp_diagnosis(cluster) -> str:
     return "\n".join(lines)
 
 
-def read_topic(bootstrap: str, topic: str, isolation: str, timeout: float = 60) -> dict[int, list[bytes]]:
-    """Every value of ``topic`` up to each partition's end (the last stable offset under
-    read_committed), per partition in offset order."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
-                  "enable.auto.commit": False, "isolation.level": isolation,
-                  "enable.partition.eof": True, "fetch.wait.max.ms": 100})
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(CTP_PARTS)])
-    got: dict[int, list[bytes]] = {p: [] for p in range(CTP_PARTS)}
-    eof: set[int] = set()
-    deadline = time.monotonic() + timeout
-    try:
-        while eof != set(got) and time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error() is not None:
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                eof.add(m.partition())
-                continue
-            eof.discard(m.partition())
-            got[m.partition()].append(m.value())
-    finally:
-        c.close()
-    assert eof == set(got), f"{topic}: no end of {set(got) - eof} within {timeout} s"
-    return got
-
-
 def in_sync(cluster, topics) -> bool:
     """Every partition of ``topics`` has a live leader and all its replicas in the ISR."""
     live = cluster.registered()
@@ -408,7 +388,7 @@ def ctp_through_broker_kills(cluster, tmp_path) -> None:
         assert all(code in (3, 4, 5) for code in worker.exits), why()
 
         # exactly once: every input id in the committed output, none twice, nothing else
-        out = read_topic(cluster.bootstrap, CTP_OUT, "read_committed")
+        out = read_topic(cluster.bootstrap, CTP_OUT, "read_committed", CTP_PARTS)
         values = collections.Counter(v for rows in out.values() for v in rows)
         dups = {v: n for v, n in values.items() if n > 1}
         missing = [i for i in ids if b"out:" + i not in values]
