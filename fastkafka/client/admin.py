@@ -1,4 +1,4 @@
-"""Administration: topics, partitions, configs, offsets, consumer groups and ACLs, over the wire.
+"""Administration: topics, partitions, configs, offsets, consumer groups, ACLs and transactions, over the wire.
 
 Each method is one Kafka request to the right broker (the controller for topic changes, the
 group coordinator for group questions, partition leaders for offsets) and raises the Kafka
@@ -23,6 +23,7 @@ from fastkafka.security import ScramMechanism, salted_password
 from fastkafka.security.acl import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType,
                                     ResourceType)
 
+from .admin_transactions import TransactionAdmin
 from .config import ClientConfig
 from .metadata import BrokerInfo, Cluster, TopicInfo, retry_call
 
@@ -31,11 +32,6 @@ __all__ = ["AdminClient", "TOPIC_RESOURCE", "BROKER_RESOURCE"]
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 SET_OP, DELETE_OP = 0, 1      # IncrementalAlterConfigs operations
-
-
-def _check(code: int, what: str, message: str | None = None) -> None:
-    if code:
-        raise errors.for_code(code)(f"{what}: {message}" if message else what)
 
 
 def _partition_errors(results) -> dict[tuple[str, int], errors.KafkaError | None]:
@@ -74,8 +70,8 @@ def _require_pattern_types(conn, api_key: int, pattern_types, v0_carries) -> Non
         conn.version(api_key, at_least=1)
 
 
-class AdminClient:
-    """Topic and group administration for the cluster in ``config``."""
+class AdminClient(TransactionAdmin):
+    """Topic and group administration for the cluster in ``config`` (transactions: :mod:`.admin_transactions`)."""
 
     def __init__(self, config: dict | ClientConfig | None = None, **kw):
         self.config = config if isinstance(config, ClientConfig) else ClientConfig(config, **kw)
@@ -107,14 +103,14 @@ class AdminClient:
                         "configs": [{"name": k, "value": str(v)} for k, v in (configs or {}).items()]}],
             "timeout_ms": self.timeout_ms, "validate_only": validate_only})
         for t in resp.topics:
-            _check(t.error_code, f"create topic {t.name!r}", getattr(t, "error_message", None))
+            errors.raise_for(t.error_code, f"create topic {t.name!r}", getattr(t, "error_message", None))
         self.cluster.invalidate()
 
     def delete_topics(self, names: list[str]) -> None:
         resp = self._controller().request(ApiKey.DELETE_TOPICS, {
             "topic_names": list(names), "timeout_ms": self.timeout_ms})
         for t in resp.responses:
-            _check(t.error_code, f"delete topic {t.name!r}")
+            errors.raise_for(t.error_code, f"delete topic {t.name!r}")
         self.cluster.invalidate()
 
     def create_partitions(self, name: str, total_count: int) -> None:
@@ -123,7 +119,7 @@ class AdminClient:
             "topics": [{"name": name, "count": total_count, "assignments": None}],
             "timeout_ms": self.timeout_ms, "validate_only": False})
         for r in resp.results:
-            _check(r.error_code, f"add partitions to {r.name!r}", r.error_message)
+            errors.raise_for(r.error_code, f"add partitions to {r.name!r}", r.error_message)
         self.cluster.invalidate()
 
     def list_topics(self, include_internal: bool = False) -> list[str]:
@@ -138,7 +134,7 @@ class AdminClient:
         out = {}
         for n in names:
             t = self.cluster.topics[n]
-            _check(t.error_code, f"topic {n!r}")
+            errors.raise_for(t.error_code, f"topic {n!r}")
             out[n] = t
         return out
 
@@ -149,7 +145,7 @@ class AdminClient:
             "resources": [{"resource_type": resource_type, "resource_name": resource,
                            "configuration_keys": None}], "include_synonyms": False})
         r = resp.results[0]
-        _check(r.error_code, f"describe configs of {resource!r}", r.error_message)
+        errors.raise_for(r.error_code, f"describe configs of {resource!r}", r.error_message)
         version = conn.versions[ApiKey.DESCRIBE_CONFIGS]
         return {c.name: (c.value, c.is_default if version == 0 else c.config_source == 5,
                          c.read_only) for c in r.configs}
@@ -164,7 +160,7 @@ class AdminClient:
             "resources": [{"resource_type": resource_type, "resource_name": resource, "configs": ops}],
             "validate_only": validate_only})
         r = resp.responses[0]
-        _check(r.error_code, f"alter configs of {resource!r}", r.error_message)
+        errors.raise_for(r.error_code, f"alter configs of {resource!r}", r.error_message)
 
     # -- SCRAM users (KIP-554) ------------------------------------------------------------
 
@@ -173,10 +169,10 @@ class AdminClient:
         a named user without any raises ResourceNotFoundError."""
         resp = self.cluster.any_connection().request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {
             "users": None if users is None else [{"name": u} for u in users]})
-        _check(resp.error_code, "describe SCRAM credentials", resp.error_message)
+        errors.raise_for(resp.error_code, "describe SCRAM credentials", resp.error_message)
         out = {}
         for r in resp.results:
-            _check(r.error_code, f"SCRAM credentials of {r.user!r}", r.error_message)
+            errors.raise_for(r.error_code, f"SCRAM credentials of {r.user!r}", r.error_message)
             out[r.user] = {ScramMechanism.for_type(i.mechanism).name: i.iterations
                            for i in r.credential_infos}
         return out
@@ -195,7 +191,7 @@ class AdminClient:
             "deletions": [{"name": u, "mechanism": ScramMechanism.for_name(m).type_id} for u, m in delete or ()],
             "upsertions": upsertions})
         for r in resp.results:
-            _check(r.error_code, f"alter SCRAM credentials of {r.user!r}", r.error_message)
+            errors.raise_for(r.error_code, f"alter SCRAM credentials of {r.user!r}", r.error_message)
 
     # -- client quotas (KIP-546) -----------------------------------------------------------
 
@@ -215,7 +211,7 @@ class AdminClient:
                        "match": None if m is ... else m} for t, m in (match or {}).items()]
         resp = self.cluster.any_connection().request(ApiKey.DESCRIBE_CLIENT_QUOTAS,
                                                      {"components": components, "strict": strict})
-        _check(resp.error_code, "describe client quotas", resp.error_message)
+        errors.raise_for(resp.error_code, "describe client quotas", resp.error_message)
         return {tuple((e.entity_type, e.entity_name) for e in entry.entity):
                 {v.key: v.value for v in entry.values} for entry in resp.entries or ()}
 
@@ -236,7 +232,7 @@ class AdminClient:
         resp = self.cluster.any_connection().request(ApiKey.ALTER_CLIENT_QUOTAS, {
             "entries": [{"entity": parts, "ops": ops}], "validate_only": validate_only})
         for r in resp.entries:
-            _check(r.error_code, f"alter client quotas of {entity}", r.error_message)
+            errors.raise_for(r.error_code, f"alter client quotas of {entity}", r.error_message)
 
     def describe_log_dirs(self, topics: list[str] | None = None) -> dict[int, list]:
         """DescribeLogDirs of every live broker: ``{broker id: [result per log dir]}`` (each with
@@ -271,7 +267,7 @@ class AdminClient:
              "resource_pattern_type": b.pattern_type, "principal": b.principal, "host": b.host,
              "operation": b.operation, "permission_type": b.permission_type} for b in bindings]})
         for b, r in zip(bindings, resp.results):
-            _check(r.error_code, f"create ACL {b}", r.error_message)
+            errors.raise_for(r.error_code, f"create ACL {b}", r.error_message)
 
     def describe_acls(self, acl_filter: AclBindingFilter = AclBindingFilter()) -> list[AclBinding]:
         """Every ACL ``acl_filter`` selects (DescribeAcls; the default selects all). Needs DESCRIBE
@@ -286,7 +282,7 @@ class AdminClient:
         _require_pattern_types(conn, ApiKey.DESCRIBE_ACLS, (acl_filter.pattern_type,),
                                (PatternType.LITERAL, PatternType.ANY))
         resp = conn.request(ApiKey.DESCRIBE_ACLS, _acl_filter_fields(acl_filter))
-        _check(resp.error_code, "describe ACLs", resp.error_message)
+        errors.raise_for(resp.error_code, "describe ACLs", resp.error_message)
         return [_acl_binding(r, a) for r in resp.resources for a in r.acls]
 
     def delete_acls(self, filters) -> list[AclBinding]:
@@ -306,9 +302,9 @@ class AdminClient:
         resp = conn.request(ApiKey.DELETE_ACLS, {"filters": [_acl_filter_fields(f) for f in filters]})
         removed: dict[AclBinding, None] = {}
         for r in resp.filter_results:
-            _check(r.error_code, "delete ACLs", r.error_message)
+            errors.raise_for(r.error_code, "delete ACLs", r.error_message)
             for m in r.matching_acls:
-                _check(m.error_code, "delete ACLs", m.error_message)
+                errors.raise_for(m.error_code, "delete ACLs", m.error_message)
                 removed[_acl_binding(m, m)] = None
         return list(removed)
 
@@ -365,7 +361,7 @@ class AdminClient:
                 for r in resp.replica_election_results for p in r.partition_result)
         # v0 has no election type: every election there is a preferred one
         resp = self._at_controller(ApiKey.ELECT_LEADERS, body, refused, at_least=1 if election_type else 0)
-        _check(getattr(resp, "error_code", 0), "elect leaders")
+        errors.raise_for(getattr(resp, "error_code", 0), "elect leaders")
         self.cluster.invalidate()
         return _partition_errors((r.topic, p.partition_id, p) for r in resp.replica_election_results
                                  for p in r.partition_result)
@@ -392,7 +388,7 @@ class AdminClient:
         body = {"timeout_ms": self.timeout_ms, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
         resp = self._at_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body,
                                    lambda r: r.error_code == errors.NotControllerError.code)
-        _check(resp.error_code, "alter partition reassignments", resp.error_message)
+        errors.raise_for(resp.error_code, "alter partition reassignments", resp.error_message)
         self.cluster.invalidate()
         return _partition_errors((r.name, p.partition_index, p) for r in resp.responses for p in r.partitions)
 
@@ -415,7 +411,7 @@ class AdminClient:
             {"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
         resp = self._at_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, body,
                                    lambda r: r.error_code == errors.NotControllerError.code)
-        _check(resp.error_code, "list partition reassignments", resp.error_message)
+        errors.raise_for(resp.error_code, "list partition reassignments", resp.error_message)
         return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
                 for t in resp.topics for p in t.partitions}
 
@@ -443,7 +439,7 @@ class AdminClient:
                 conn.version(ApiKey.LIST_OFFSETS, 1))
             for t in resp.topics:
                 for p in t.partitions:
-                    _check(p.error_code, f"list offsets of {topic}-{p.partition_index}")
+                    errors.raise_for(p.error_code, f"list offsets of {topic}-{p.partition_index}")
                     out[p.partition_index] = p.offset
         return dict(sorted(out.items()))
 
@@ -454,7 +450,7 @@ class AdminClient:
         conn = self.cluster.any_connection()
         resp = conn.request(ApiKey.FIND_COORDINATOR, {"key": group, "key_type": 0},
                             conn.version(ApiKey.FIND_COORDINATOR))
-        _check(resp.error_code, f"find coordinator of group {group!r}",
+        errors.raise_for(resp.error_code, f"find coordinator of group {group!r}",
                getattr(resp, "error_message", None))
         return self.cluster.connection(resp.node_id)
 
@@ -464,7 +460,7 @@ class AdminClient:
         out = []
         for node in sorted(self.cluster.brokers):
             resp = self.cluster.connection(node).request(ApiKey.LIST_GROUPS, {})
-            _check(resp.error_code, "list groups")
+            errors.raise_for(resp.error_code, "list groups")
             out += [(g.group_id, g.protocol_type) for g in resp.groups]
         return sorted(out)
 
@@ -473,7 +469,7 @@ class AdminClient:
         resp = self.coordinator(group).request(ApiKey.DESCRIBE_GROUPS, {
             "groups": [group], "include_authorized_operations": False})
         g = resp.groups[0]
-        _check(g.error_code, f"describe group {group!r}")
+        errors.raise_for(g.error_code, f"describe group {group!r}")
         return g
 
     def committed_offsets(self, group: str, topics: dict[str, list[int]] | None = None
@@ -482,11 +478,11 @@ class AdminClient:
         conn = self.coordinator(group)
         resp = conn.request(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None if topics is None
                             else [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]})
-        _check(getattr(resp, "error_code", 0), f"fetch offsets of group {group!r}")
+        errors.raise_for(getattr(resp, "error_code", 0), f"fetch offsets of group {group!r}")
         out = {}
         for t in resp.topics:
             for p in t.partitions:
-                _check(p.error_code, f"offset of {t.name}-{p.partition_index} in {group!r}")
+                errors.raise_for(p.error_code, f"offset of {t.name}-{p.partition_index} in {group!r}")
                 if p.committed_offset >= 0:
                     out[t.name, p.partition_index] = p.committed_offset
         return out
@@ -502,138 +498,4 @@ class AdminClient:
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
         for t in resp.topics:
             for p in t.partitions:
-                _check(p.error_code, f"commit {t.name}-{p.partition_index} for {group!r}")
-
-    # -- transactions (KIP-664: what kafka-transactions.sh asks) ----------------------------
-
-    def _by_leader(self, partitions) -> dict[int, dict[str, list[int]]]:
-        """``{leader: {topic: [partition]}}`` from fresh metadata that never creates a topic
-        (a missing partition or leader raises a retriable error: the caller's retry looks again)."""
-        info = self.describe_topics(sorted({t for t, _ in partitions}))
-        out: dict[int, dict[str, list[int]]] = {}
-        for t, p in partitions:
-            part = info[t].partitions.get(p)
-            if part is None:
-                raise errors.UnknownTopicOrPartitionError(f"{t}-{p} does not exist")
-            if part.leader < 0:
-                raise errors.LeaderNotAvailableError(f"{t}-{p} has no leader")
-            out.setdefault(part.leader, {}).setdefault(t, []).append(p)
-        return out
-
-    def transaction_coordinator(self, transactional_id: str):
-        """The connection to ``transactional_id``'s coordinator (FindCoordinator key type 1),
-        retried while there is none yet (in cluster mode the first such question creates
-        ``__transaction_state``, whose leaders then load it)."""
-        def once():
-            conn = self.cluster.any_connection()
-            resp = conn.request(ApiKey.FIND_COORDINATOR, {"key": transactional_id, "key_type": 1},
-                                conn.version(ApiKey.FIND_COORDINATOR, 1))
-            _check(resp.error_code, f"find the coordinator of {transactional_id!r}", resp.error_message)
-            return self.cluster.connection(resp.node_id)
-        return retry_call(once, self.config)
-
-    def list_transactions(self, states=(), producer_ids=(), duration_ms: int = -1
-                          ) -> dict[int, list[tuple[str, int, str]]]:
-        """``{broker id: [(transactional_id, producer_id, state)]}``, asked of every broker (each
-        coordinates the ids of the ``__transaction_state`` partitions it leads), as Kafka's admin
-        client does. Empty filters select all; ``duration_ms`` >= 0 keeps the transactions open
-        that long (ListTransactions v1). Only ids the client may DESCRIBE are listed.
-
-        Example::
-
-            admin.list_transactions(states=["Ongoing"])   # {0: [('billing-1', 1000, 'Ongoing')]}
-        """
-        body = {"state_filters": list(states), "producer_id_filters": list(producer_ids),
-                "duration_filter": duration_ms}
-        self.cluster.refresh([])
-        out = {}
-        for node in sorted(self.cluster.brokers):
-            def once(node=node):
-                conn = self.cluster.connection(node)
-                resp = conn.request(ApiKey.LIST_TRANSACTIONS, body,
-                                    conn.version(ApiKey.LIST_TRANSACTIONS, 1 if duration_ms >= 0 else 0))
-                _check(resp.error_code, f"list transactions at broker {node}")
-                return [(t.transactional_id, t.producer_id, t.transaction_state) for t in resp.transaction_states]
-            out[node] = retry_call(once, self.config)      # a coordinator still loading answers soon
-        return out
-
-    def describe_transactions(self, transactional_ids) -> dict[str, dict]:
-        """Each id's transaction at its coordinator (DescribeTransactions): ``{id: {"coordinator_id",
-        "transactional_id", "state", "producer_id", "producer_epoch", "transaction_timeout_ms",
-        "transaction_start_time_ms" (-1: none), "partitions": [(topic, partition)] (those still
-        awaiting its marker)}}``. An unknown id raises TransactionalIdNotFoundError.
-
-        Example::
-
-            admin.describe_transactions(["billing-1"])["billing-1"]["state"]    # 'Ongoing'
-        """
-        out = {}
-        for tid in dict.fromkeys(transactional_ids):
-            def once(tid=tid):      # again from FindCoordinator: NOT_COORDINATOR means the id moved
-                conn = self.transaction_coordinator(tid)
-                s = conn.request(ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [tid]}).transaction_states[0]
-                _check(s.error_code, f"describe the transaction of {tid!r}")
-                return {"coordinator_id": conn.node_id, "transactional_id": tid, "state": s.transaction_state,
-                        "producer_id": s.producer_id, "producer_epoch": s.producer_epoch,
-                        "transaction_timeout_ms": s.transaction_timeout_ms,
-                        "transaction_start_time_ms": s.transaction_start_time_ms,
-                        "partitions": sorted((t.topic, p) for t in s.topics for p in t.partitions)}
-            out[tid] = retry_call(once, self.config)
-        return out
-
-    def describe_producers(self, partitions, broker_id: int | None = None) -> dict[tuple[str, int], list]:
-        """``{(topic, partition): [producer]}`` from each partition's leader, or from replica
-        ``broker_id`` (DescribeProducers). A producer has ``producer_id``, ``producer_epoch``,
-        ``last_sequence``, ``last_timestamp``, ``coordinator_epoch`` (-1: no marker yet) and
-        ``current_txn_start_offset`` (its open transaction's first offset, -1: none).
-
-        Example::
-
-            [p.current_txn_start_offset for p in admin.describe_producers([("orders", 0)])[("orders", 0)]]
-        """
-        wanted = list(dict.fromkeys(partitions))
-
-        def once():
-            if broker_id is None:
-                by_node = self._by_leader(wanted)
-            else:       # that one replica answers for all of them, follower or not
-                by_node = {broker_id: {}}
-                for t, p in wanted:
-                    by_node[broker_id].setdefault(t, []).append(p)
-            out = {}
-            for node, topics in by_node.items():
-                resp = self.cluster.connection(node).request(ApiKey.DESCRIBE_PRODUCERS, {"topics": [
-                    {"name": t, "partition_indexes": ps} for t, ps in topics.items()]})
-                for answer in resp.topics:
-                    for p in answer.partitions:
-                        if p.error_code:
-                            self.cluster.invalidate()       # a leader moved: fresh metadata on retry
-                        _check(p.error_code, f"describe producers of {answer.name}-{p.partition_index} at broker "
-                               f"{node}", p.error_message)
-                        out[answer.name, p.partition_index] = list(p.active_producers)
-            return out
-        # a replica the caller chose is the only one to ask: no retry finds another (Kafka's rule)
-        return once() if broker_id is not None else retry_call(once, self.config)
-
-    def abort_transaction(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
-                          coordinator_epoch: int) -> None:
-        """Write an ABORT marker for ``producer_id``'s open transaction on one partition at its
-        leader (WriteTxnMarkers, as a coordinator would): how kafka-transactions.sh ends a hanging
-        transaction, one its coordinator no longer knows. Needs CLUSTER_ACTION on the cluster.
-
-        Example::
-
-            p = admin.describe_producers([("orders", 0)])[("orders", 0)][0]
-            admin.abort_transaction("orders", 0, p.producer_id, p.producer_epoch, max(p.coordinator_epoch, 0))
-        """
-        def once():
-            node = next(iter(self._by_leader([(topic, partition)])))
-            resp = self.cluster.connection(node).request(ApiKey.WRITE_TXN_MARKERS, {"markers": [{
-                "producer_id": producer_id, "producer_epoch": producer_epoch, "transaction_result": False,
-                "topics": [{"name": topic, "partition_indexes": [partition]}],
-                "coordinator_epoch": coordinator_epoch}]})
-            code = resp.markers[0].topics[0].partitions[0].error_code
-            if code:
-                self.cluster.invalidate()
-            _check(code, f"abort the transaction of producer {producer_id} on {topic}-{partition}")
-        retry_call(once, self.config)
+                errors.raise_for(p.error_code, f"commit {t.name}-{p.partition_index} for {group!r}")

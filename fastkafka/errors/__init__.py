@@ -33,6 +33,20 @@ def for_code(code: int) -> type[KafkaError]:
     return _BY_CODE.get(code, _BY_CODE[-1])
 
 
+def raise_for(code: int, what: str, message: str | None = None) -> None:
+    """Raise the exception of a non-zero error code in an answer, naming ``what`` was asked
+    (and the broker's ``message``, when it sent one).
+
+    >>> raise_for(0, "create t")
+    >>> raise_for(36, "create t", "Topic 't' already exists.")
+    Traceback (most recent call last):
+    ...
+    fastkafka.errors.TopicAlreadyExistsError: create t: Topic 't' already exists.
+    """
+    if code:
+        raise for_code(code)(f"{what}: {message}" if message else what)
+
+
 def code_of(exc: BaseException) -> int:
     """The Kafka error code a handler answers with for ``exc``."""
     return exc.code if isinstance(exc, KafkaError) else -1

@@ -17,9 +17,9 @@ from __future__ import annotations
 from fastkafka import errors
 
 from ..authorizer import TOPIC, AclOperation
+from ..delayed_partitions import DelayedPartitions
 from ..dispatch import DELAYED
 from ..partition import LEADER
-from ..purgatory import DelayedOperation
 from .authorization import require_topic
 from .failure import failure
 from .leader import leader_log
@@ -31,35 +31,24 @@ _NOT_LEADER = errors.NotLeaderOrFollowerError.code
 _TIMED_OUT = errors.RequestTimedOutError.code
 
 
-def _reached(replicas, part, required: int) -> tuple[int | None, int]:
-    """(error code, or None while waiting; the low watermark) of a partition asked to start at ``required``."""
-    if part.role != LEADER:
-        return _NOT_LEADER, -1
-    low = replicas.low_watermark(part)
-    return (0 if low >= required else None), low
+def _delayed(ctx, timeout_ms: int, topics, waiting) -> DelayedPartitions:
+    """Each ``(fields, (partition state, offset to reach))`` answers once the partition's low
+    watermark reached the offset (NOT_LEADER_OR_FOLLOWER once this broker no longer leads it),
+    REQUEST_TIMED_OUT with the low watermark reached so far when the time is up."""
+    replicas = ctx.broker.replicas
 
+    def ready(w):
+        part, required = w
+        if part.role != LEADER:
+            return {"error_code": _NOT_LEADER, "low_watermark": -1}
+        low = replicas.low_watermark(part)
+        return {"error_code": 0, "low_watermark": low} if low >= required else None
 
-class DelayedDeleteRecords(DelayedOperation):
-    """A DeleteRecords answer waiting until each partition's low watermark reaches its offset."""
+    def expired(w):
+        return {"error_code": _TIMED_OUT, "low_watermark": replicas.low_watermark(w[0])}
 
-    def __init__(self, ctx, timeout_ms: int, topics, waiting):
-        super().__init__(timeout_ms)
-        # waiting: [(the partition's response fields, partition state, offset to reach)]
-        self.ctx, self.topics, self.waiting = ctx, topics, waiting
-
-    def try_complete(self) -> bool:
-        replicas = self.ctx.broker.replicas
-        if all(_reached(replicas, part, required)[0] is not None for _, part, required in self.waiting):
-            return self.force_complete()
-        return False
-
-    def on_complete(self) -> None:
-        replicas = self.ctx.broker.replicas
-        for kw, part, required in self.waiting:
-            code, low = _reached(replicas, part, required)
-            kw["error_code"] = _TIMED_OUT if code is None else code
-            kw["low_watermark"] = low
-        self.ctx.send(_response(self.ctx, self.topics))
+    return DelayedPartitions(timeout_ms, waiting, ready=ready, expired=expired,
+                             respond=lambda: ctx.send(_response(ctx, topics)))
 
 
 def _response(ctx, topics):
@@ -86,12 +75,11 @@ def handle_delete_records(ctx, req):
                 kw["low_watermark"] = lg.delete_records(required)
                 part = replicas.get(t.name, p.partition_index) if replicas is not None else None
                 if part is not None:
-                    waiting.append((kw, part, required))
+                    waiting.append((kw, (part, required)))
             except Exception as e:  # noqa: BLE001 — each partition answers for itself
                 kw["error_code"] = failure(e, "delete records of %s-%d", t.name, p.partition_index)[0]
     if waiting:
-        op = DelayedDeleteRecords(ctx, req.timeout_ms, topics, waiting)
-        keys = [(part.topic, part.partition) for _, part, _ in waiting]
-        replicas.delete_records_purgatory.try_complete_else_watch(op, keys)
+        _delayed(ctx, req.timeout_ms, topics, waiting).wait_in(
+            replicas.delete_records_purgatory, [(w[0].topic, w[0].partition) for _, w in waiting])
         return DELAYED
     return _response(ctx, topics)

@@ -20,23 +20,21 @@ partitions) and, for a transactional producer, WRITE on its transactional id
 """
 from __future__ import annotations
 
-
 from fastkafka import errors
 from fastkafka.records import magic_of
 
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, AclOperation
+from ..delayed_partitions import delayed_acks_all
 from ..dispatch import DELAYED
-from ..purgatory import DelayedOperation
-from ..partition import ACKS_ALL, acks_all_code, append_as_leader
+from ..partition import ACKS_ALL, append_as_leader
 from ..topics import EMBEDDED_LEADER_EPOCH
 from .failure import failure
 
-__all__ = ["handle_produce", "DelayedAcks"]
+__all__ = ["handle_produce"]
 
 
 _INVALID_ACKS = errors.InvalidRequiredAcksError.code
 _UNSUPPORTED_FORMAT = errors.UnsupportedForMessageFormatError.code
-_TIMED_OUT = errors.RequestTimedOutError.code
 _TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
 _TXN_DENIED = errors.TransactionalIdAuthorizationFailedError.code
 
@@ -64,32 +62,6 @@ def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     if acks == ACKS_ALL and lg.high_watermark <= info.last_offset:
         waiting = (lg, part, info.last_offset + 1)
     return 0, info.base_offset, info.log_append_time, info.log_start_offset, waiting
-
-
-class DelayedAcks(DelayedOperation):
-    """Appends waiting for acks=all: once each partition's high watermark passed its append (or
-    its time is up), every waiting partition's response fields get their error code and
-    ``respond()`` sends the answer. Produce and WriteTxnMarkers wait so."""
-
-    def __init__(self, timeout_ms: int, waiting, respond):
-        super().__init__(timeout_ms)
-        # waiting: [(the partition's response fields, (log, partition state, offset to reach))]
-        self.waiting, self.respond = waiting, respond
-
-    def try_complete(self) -> bool:
-        if all(acks_all_code(*w) is not None for _, w in self.waiting):
-            return self.force_complete()
-        return False
-
-    def on_complete(self) -> None:
-        for kw, w in self.waiting:
-            code = acks_all_code(*w)
-            kw["error_code"] = _TIMED_OUT if code is None else code
-        self.respond()
-
-    def wait_in(self, purgatory) -> None:
-        """Watch under each waiting partition (the replica manager's produce purgatory)."""
-        purgatory.try_complete_else_watch(self, [(w[1].topic, w[1].partition) for _, w in self.waiting])
 
 
 def _response(ctx, results):
@@ -131,7 +103,7 @@ def handle_produce(ctx, req):
     if acks == 0:
         return None
     if waiting:
-        DelayedAcks(req.timeout_ms, waiting, lambda: ctx.send(_response(ctx, results))).wait_in(
-            replicas.produce_purgatory)
+        delayed_acks_all(req.timeout_ms, waiting, lambda: ctx.send(_response(ctx, results))).wait_in(
+            replicas.produce_purgatory, [(w[1].topic, w[1].partition) for _, w in waiting])
         return DELAYED
     return _response(ctx, results)

@@ -27,12 +27,11 @@ from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, AclOperation
+from ..delayed_partitions import delayed_acks_all
 from ..dispatch import DELAYED
-from ..partition import acks_all_code
 from ..txn_markers import write_marker
 from .authorization import require_cluster, require_group, require_transactional_id
 from .group import commit_response, partition_exists, requested_offsets
-from .produce import DelayedAcks
 
 __all__ = ["TRANSACTION_RANGES", "handle_init_producer_id", "handle_add_partitions_to_txn",
            "handle_add_offsets_to_txn", "handle_end_txn", "handle_txn_offset_commit",
@@ -158,7 +157,7 @@ def handle_write_txn_markers(ctx, req):
                 except errors.KafkaError as e:
                     kw["error_code"] = e.code
                     continue
-                if wait is not None and acks_all_code(*wait) is None:
+                if wait is not None:
                     waiting.append((kw, wait))
 
     def response():
@@ -167,8 +166,8 @@ def handle_write_txn_markers(ctx, req):
             cls.Markers.Topics(name=name, partitions=[cls.Markers.Topics.Partitions(**kw) for kw in parts])
             for name, parts in topics]) for pid, topics in markers])
     if waiting:
-        DelayedAcks(broker.config["request.timeout.ms"], waiting, lambda: ctx.send(response())).wait_in(
-            broker.replicas.produce_purgatory)
+        delayed_acks_all(broker.config["request.timeout.ms"], waiting, lambda: ctx.send(response())).wait_in(
+            broker.replicas.produce_purgatory, [(w[1].topic, w[1].partition) for _, w in waiting])
         return DELAYED
     return response()
 
