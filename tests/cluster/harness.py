@@ -90,6 +90,15 @@ class BrokerProc:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def sees(self) -> set[int]:
+        """The broker ids this broker's Metadata answers (its own view of /brokers/ids, which
+        follows ZooKeeper by a watch: CreateTopics checks a replication factor against it)."""
+        try:
+            answer = raw_call(self.port, ApiKey.METADATA, 1, {"topics": []}, self.host)
+        except OSError:
+            return set()
+        return {n.node_id for n in answer.brokers}
+
     def start(self) -> "BrokerProc":
         args = [sys.executable, "-m", "fastkafka", "serve"]
         if self.netns:
@@ -169,19 +178,9 @@ class Cluster(StartStop):
                 b = self.brokers.get(i)
                 if b is not None and b.proc is not None and not b.alive():
                     raise RuntimeError(f"broker {i} exited: {b.output()[-3000:]}")
-            return self.registered() == ids and all(self.sees(i) == ids for i in ids if i in self.brokers)
+            return self.registered() == ids and all(self.brokers[i].sees() == ids for i in ids if i in self.brokers)
         wait_for(ok, timeout, what=f"brokers {sorted(ids)} registered and seen by each other "
                                    f"(have {sorted(self.registered())})")
-
-    def sees(self, i: int) -> set[int]:
-        """The broker ids broker ``i``'s Metadata answers (its own view of /brokers/ids, which
-        follows ZooKeeper by a watch: CreateTopics checks a replication factor against it)."""
-        b = self.brokers[i]
-        try:
-            answer = raw_call(b.port, ApiKey.METADATA, 1, {"topics": []}, b.host)
-        except OSError:
-            return set()
-        return {n.node_id for n in answer.brokers}
 
     def controller(self) -> int:
         try:
