@@ -28,6 +28,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from fastkafka import errors
@@ -45,13 +46,12 @@ def append_as_leader(lg, part, records, acks: int):
     produced batch and a coordinator's write share. NOT_LEADER_OR_FOLLOWER when this broker no
     longer leads; NOT_ENOUGH_REPLICAS before the append when acks=all and the ISR is smaller
     than ``min.insync.replicas``. Returns the log's append info."""
-    if part.role != LEADER:
-        raise errors.NotLeaderOrFollowerError(f"{part.topic}-{part.partition}: this broker no longer leads it")
-    if acks == ACKS_ALL and len(part.isr) < lg.config.min_insync_replicas:
-        raise errors.NotEnoughReplicasError(
-            f"{part.topic}-{part.partition}: {len(part.isr)} in-sync replicas, min.insync.replicas is "
-            f"{lg.config.min_insync_replicas}")
-    return lg.append(records, leader_epoch=part.leader_epoch)
+    with part.leading() as epoch:
+        if acks == ACKS_ALL and len(part.isr) < lg.config.min_insync_replicas:
+            raise errors.NotEnoughReplicasError(
+                f"{part.topic}-{part.partition}: {len(part.isr)} in-sync replicas, min.insync.replicas is "
+                f"{lg.config.min_insync_replicas}")
+        return lg.append(records, leader_epoch=epoch)
 
 
 def acks_all_code(lg, part, required: int) -> int | None:
@@ -90,15 +90,32 @@ class Partition:
         self.epoch_start_offset = 0         # log end when this replica became leader
         self._followers: dict[int, _Follower] = {}
         self._lock = threading.Lock()
+        # Held by a leader's append from its role check to its end, and by every role change
+        # (Kafka's leaderIsrUpdateLock): an append that found this replica leading is in the log
+        # before it may follow (and truncate); reentrant, since an append's listeners may
+        # complete waiting requests on this thread.
+        self._role_lock = threading.RLock()
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.partition} {self.role} epoch={self.leader_epoch} "
                 f"isr={list(self.isr)})")
 
     # --- roles (from the controller's state znode) ---
+    @contextlib.contextmanager
+    def leading(self):
+        """Hold this replica's leadership for one write to its log: yields the leader epoch to
+        stamp, raises NotLeaderOrFollowerError when it does not lead. No role change happens
+        until the block ends."""
+        with self._role_lock:
+            if self.role != LEADER:
+                raise errors.NotLeaderOrFollowerError(f"{self.topic}-{self.partition}: this broker no longer leads it")
+            yield self.leader_epoch
+
     def become_leader(self, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...], version: int,
                       now: int) -> None:
-        with self._lock:
+        """Lead in ``epoch``. The caller has stopped following first: nothing a fetcher copies may
+        land after the epoch's start offset is taken from the log end."""
+        with self._role_lock, self._lock:
             new_term = self.role != LEADER or epoch != self.leader_epoch
             self.role, self.leader, self.replicas = LEADER, self.broker_id, tuple(replicas)
             self.leader_epoch, self.zk_version = epoch, version
@@ -116,7 +133,7 @@ class Partition:
     def become_follower(self, leader: int, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...],
                         version: int) -> bool:
         """True when this is a new leader or epoch (the fetcher must truncate and start over)."""
-        with self._lock:
+        with self._role_lock, self._lock:
             changed = self.role != FOLLOWER or self.leader != leader or self.leader_epoch != epoch
             self.role, self.leader, self.leader_epoch = FOLLOWER, leader, epoch
             self.replicas, self.isr, self.zk_version = tuple(replicas), tuple(isr), version
@@ -125,7 +142,7 @@ class Partition:
             return changed
 
     def become_offline(self) -> None:
-        with self._lock:
+        with self._role_lock, self._lock:
             self.role, self.leader = NONE, -1
             self._followers = {}
             self.log.high_watermark_follows_end = False

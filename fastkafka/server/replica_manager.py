@@ -162,9 +162,12 @@ class ReplicaManager:
                     if (p.role != LEADER or p.leader_epoch != view.leader_epoch or version > p.zk_version
                             or p.replicas != view.replicas):      # a reassignment adds followers
                         was_leader = p.role == LEADER
+                        # Kafka's order: the fetcher lets go first (waiting out an answer it is
+                        # applying), so no copied batch lands after the new epoch's start or
+                        # beside a produced retry of the same batch
+                        self._unfollow(tp)
                         p.become_leader(view.leader_epoch, view.replicas, view.isr, version, now)
                         led.append(tp)
-                        self._unfollow(tp)
                         if not was_leader:
                             log.info("%s-%d: leader in epoch %d, isr %s", tp[0], tp[1], view.leader_epoch,
                                      list(view.isr))

@@ -15,7 +15,6 @@ import logging
 from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC
 
-from .partition import LEADER
 from .topics import EMBEDDED_LEADER_EPOCH
 
 __all__ = ["write_marker", "LocalMarkerWriter"]
@@ -32,13 +31,13 @@ def write_marker(topics, replicas, groups, topic: str, partition: int, producer_
     lg = topics.log(topic, partition)
     part = None
     if replicas is None:
-        leader_epoch = EMBEDDED_LEADER_EPOCH
+        info = lg.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, EMBEDDED_LEADER_EPOCH)
     else:
         part = replicas.get(topic, partition)
-        if part is None or part.role != LEADER:
+        if part is None:
             raise errors.NotLeaderOrFollowerError(f"{topic}-{partition}: not the leader here")
-        leader_epoch = part.leader_epoch
-    info = lg.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch)
+        with part.leading() as leader_epoch:
+            info = lg.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch)
     if topic == OFFSETS_TOPIC and groups is not None:
         groups.complete_txn(producer_id, partition, commit)
     return None if part is None else (lg, part, info.last_offset + 1)

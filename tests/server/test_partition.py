@@ -1,9 +1,14 @@
 """A leader's replication bookkeeping (server/partition.py) over a real Log."""
 from __future__ import annotations
 
+import threading
+
+import pytest
+
+from fastkafka import errors
 from fastkafka.log import Log
 from fastkafka.records import build_batch
-from fastkafka.server.partition import FOLLOWER, LEADER, Partition
+from fastkafka.server.partition import FOLLOWER, LEADER, Partition, append_as_leader
 
 
 def append(lg, n: int) -> None:
@@ -106,3 +111,20 @@ def test_a_follower_without_a_zookeeper_session_does_not_rejoin(tmp_path):
     p.follower_fetched(2, 3, now=30)
     assert p.isr_to_expand(live={1, 3}) is None
     assert p.isr_to_expand(live={1, 2, 3}) == (1, 2, 3)
+
+
+def test_a_role_change_waits_for_a_leader_append_in_progress(tmp_path):
+    """The append that found the replica leading lands before it follows (and may truncate)."""
+    p = leader(tmp_path, isr=(1,))
+    changed = threading.Event()
+    with p.leading() as epoch:
+        assert epoch == 5
+        t = threading.Thread(target=lambda: (p.become_follower(2, 6, (1, 2, 3), (2,), 1), changed.set()))
+        t.start()
+        assert not changed.wait(0.3)                     # held off while this write runs
+        append(p.log, 3)
+    assert changed.wait(10) and p.role == FOLLOWER
+    t.join()
+    with pytest.raises(errors.NotLeaderOrFollowerError):
+        append_as_leader(p.log, p, bytearray(build_batch([(b"k", b"v", [], 1)])), acks=1)
+    assert p.log.log_end_offset == 3
