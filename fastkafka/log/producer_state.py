@@ -132,7 +132,7 @@ class ProducerStateEntry:
 
     def add(self, meta: BatchMetadata) -> None:
         self.batches.append(meta)
-        self.last_timestamp = max(self.last_timestamp, meta.timestamp)
+        self.last_timestamp = meta.timestamp
 
     def set_epoch(self, epoch: int) -> None:
         """A batch or marker of another epoch: its sequences start over (the transaction and the
@@ -322,8 +322,7 @@ class ProducerStateManager:
             # tuple.__new__ skips the NamedTuple's Python-level __new__: one per idempotent append
             entry.batches.append(_new_tuple(BatchMetadata, (
                 first, (first + last_offset_delta) % SEQUENCE_MODULUS, first_offset, last_offset, ts)))
-        if ts > entry.last_timestamp:
-            entry.last_timestamp = ts
+        entry.last_timestamp = ts          # the last batch's, as Kafka (what expiry counts from)
         if transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset      # a transaction begins
             self.ongoing[first_offset] = producer_id
@@ -339,7 +338,7 @@ class ProducerStateManager:
         else:
             entry.set_epoch(epoch)
         entry.coordinator_epoch = coordinator_epoch
-        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        entry.last_timestamp = timestamp
         first = entry.current_txn_first_offset
         if first < 0:
             return None                # the transaction wrote nothing here
@@ -509,7 +508,7 @@ class ProducerStateManager:
                     entry = ProducerStateEntry(int(p["id"]), int(p["epoch"]))
                     for b in p["batches"]:
                         entry.add(BatchMetadata(*map(int, b)))
-                    entry.last_timestamp = max(entry.last_timestamp, int(p.get("last_timestamp", -1)))
+                    entry.last_timestamp = int(p.get("last_timestamp", entry.last_timestamp))
                     entry.coordinator_epoch = int(p.get("coordinator_epoch", -1))
                     entry.current_txn_first_offset = int(p.get("txn_first_offset", -1))
                     producers[entry.producer_id] = entry

@@ -720,3 +720,16 @@ def test_the_coordinators_sequence_less_batches_are_checked_for_their_epoch_only
     again = make_log(dirname="__consumer_offsets-0", clean_shutdown=False)
     assert again.describe_producers() == [p]
     again.close()
+
+
+def test_a_producers_last_timestamp_is_its_last_batchs(tmp_path):
+    """As Kafka's ProducerStateEntry: the newest batch's time, even when an earlier one carried a
+    later CreateTime (what DescribeProducers reports and producer.id.expiration.ms counts from)."""
+    psm = ProducerStateManager()
+    for seq, ts in ((0, 500), (1, 300)):
+        psm.update(bytearray(build_batch([(None, b"x", [], ts)], producer_id=9, producer_epoch=0,
+                                         base_sequence=seq, base_offset=seq)))
+    assert psm.producers[9].last_timestamp == 300
+    psm.write_snapshot(str(tmp_path), 2)
+    again = ProducerStateManager()
+    assert again.load_snapshot(str(tmp_path), 2) == 2 and again.producers[9].last_timestamp == 300
