@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import socket
 import struct
 import subprocess
@@ -88,6 +89,7 @@ def main() -> int:
     finally:
         broker.terminate()
         broker.wait(30)
+        shutil.rmtree(d, ignore_errors=True)
     return 0
 
 

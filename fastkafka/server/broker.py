@@ -1,8 +1,11 @@
 """One broker: configuration, logs, topic registry, handlers and the network server, started and
 stopped in the right order.
 
-Start: check every log dir is writable (a clear error otherwise), load the logs (recovery runs
-here), load the topic registry, bind the listeners (a busy port is a clear error), then accept.
+Start: check every log dir is writable (a clear error otherwise), reserve the listeners' ports (a
+busy port is a clear error, before any log is loaded), load the logs (recovery runs here) and the
+topic registry, then open the ports (as Kafka, only once the logs are recovered: a client
+connecting meanwhile is refused and tries another broker or again, rather than waiting out the
+recovery on a silent connection), then accept.
 Stop (in cluster mode after a controlled shutdown moved its leaderships): stop accepting and
 finish in-flight requests (waiting fetches are answered), stop the handler threads, flush the
 logs and write the clean-shutdown marker.
@@ -123,7 +126,7 @@ class Broker:
                 max_connections_per_ip_overrides=cfg["max.connections.per.ip.overrides"],
                 max_request_bytes=cfg["socket.request.max.bytes"], idle_ms=cfg["connections.max.idle.ms"],
                 security=self.listener_security)
-            self.socket_server.bind()  # before loading logs: a busy port fails fast
+            self.socket_server.bind()  # before loading logs: a busy port fails fast (listen() below)
         except ListenerError as e:
             raise BrokerStartupError(str(e)) from None
         try:
@@ -142,6 +145,10 @@ class Broker:
                 self.topics = ClusterTopicManager(cfg, self.logs, self.metadata, self.fetch_purgatory)
             self.topics.load()
             self.authorizer = authorizer_from_config(cfg, self.metadata.acls)
+            try:
+                self.socket_server.listen()   # the logs are recovered: connections may come
+            except ListenerError as e:
+                raise BrokerStartupError(str(e)) from None
             if self.cluster is not None:
                 from .replica_manager import ReplicaManager  # noqa: PLC0415 (needs kazoo)
                 self.replicas = ReplicaManager(cfg, self.topics, self.metadata, self.fetch_purgatory)

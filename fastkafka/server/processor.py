@@ -19,6 +19,7 @@ is read: a slow or garbage handshake costs its own connection only. Each connect
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import selectors
 import socket
@@ -145,7 +146,11 @@ class Processor(threading.Thread):
         self._later: deque[tuple[float, Connection, object]] = deque()  # delayed completions, any thread
         self._due: list[tuple[float, int, Connection, object]] = []      # their heap, loop thread only
         self._conns: dict[int, Connection] = {}
-        self._counter = 0
+        # connection ids and the due heap's tie-break; a count object, not an int attribute: the
+        # last int made during a wave of connections would outlive it and pin its memory
+        # (SocketServer._accept says how)
+        self._seq = itertools.count(1)
+        self._compactions: deque[threading.Event] = deque()
         self._draining = False
         self._stopped = threading.Event()
         self._tid = -1                           # this thread's ident once running
@@ -181,6 +186,16 @@ class Processor(threading.Thread):
             self._wakeup()
             self._stopped.wait(2.0)
 
+    def compact(self) -> threading.Event:
+        """Shrink this processor's connection tables to the connections left; the event is set
+        once done (the loop does it). Thread-safe. A dict never shrinks when entries are deleted,
+        so after a wave of closes the fd -> connection dict and the selector's map keep a slot
+        per connection the wave had (about 30 bytes each) until rebuilt."""
+        done = threading.Event()
+        self._compactions.append(done)
+        self._wakeup()
+        return done
+
     @property
     def connection_count(self) -> int:
         return len(self._conns)
@@ -201,21 +216,12 @@ class Processor(threading.Thread):
         try:
             while True:
                 timeout = 0.5 if not self._due else min(0.5, max(0.0, self._due[0][0] - time.monotonic()))
-                for key, mask in self._sel.select(timeout):
-                    conn = key.data
-                    if conn is None:
-                        self._drain_wakeups()
-                        continue
-                    if conn.handshaking:
-                        self._handshake(conn)
-                        continue
-                    if mask & _WRITE:
-                        self._on_writable(conn)
-                    if mask & _READ and not conn.closed:
-                        self._on_readable(conn)
+                self._on_events(self._sel.select(timeout))
                 self._register_new()
                 self._release_due()
                 self._process_completions()
+                if self._compactions:
+                    self._compact()
                 now = time.monotonic()
                 if now >= next_reap:
                     self._reap_idle(now)
@@ -232,6 +238,34 @@ class Processor(threading.Thread):
             self._wake_w.close()
             self._stopped.set()
 
+    def _on_events(self, events) -> None:
+        # A method, not inline in run(): its locals (the last connection served) go when it
+        # returns, where a loop variable of run() would keep a closed connection alive until the
+        # next event, pinning the memory the other closed connections gave back.
+        for key, mask in events:
+            conn = key.data
+            if conn is None:
+                self._drain_wakeups()
+                continue
+            if conn.handshaking:
+                self._handshake(conn)
+                continue
+            if mask & _WRITE:
+                self._on_writable(conn)
+            if mask & _READ and not conn.closed:
+                self._on_readable(conn)
+
+    def _compact(self) -> None:
+        # new dicts sized to what is left; the selector's map is private to it, so a new
+        # selector (one epoll_ctl per connection left: at most half the peak, once per wave)
+        self._conns = dict(self._conns)
+        old, self._sel = self._sel, selectors.DefaultSelector()
+        for key in old.get_map().values():
+            self._sel.register(key.fileobj, key.events, key.data)
+        old.close()
+        while self._compactions:
+            self._compactions.popleft().set()
+
     def _drained(self) -> bool:
         if self._draining == "now":
             return True
@@ -242,8 +276,7 @@ class Processor(threading.Thread):
         """Move delayed completions whose time has come to the completion queue."""
         while self._later:
             due, conn, response = self._later.popleft()
-            self._counter += 1
-            heapq.heappush(self._due, (due, self._counter, conn, response))
+            heapq.heappush(self._due, (due, next(self._seq), conn, response))
         now = time.monotonic()
         while self._due and (self._due[0][0] <= now or self._draining):
             _, _, conn, response = heapq.heappop(self._due)
@@ -269,8 +302,7 @@ class Processor(threading.Thread):
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             local = sock.getsockname()
-            self._counter += 1
-            conn_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{self.index}-{self._counter}"
+            conn_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{self.index}-{next(self._seq)}"
             security = self._security.get(listener, _PLAINTEXT)
             tls = security.ssl_context is not None
             if tls:

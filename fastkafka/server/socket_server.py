@@ -1,5 +1,10 @@
 """The broker's network front: listeners, one acceptor thread, ``num.network.threads`` processors.
 
+``bind`` reserves the listeners' addresses (a busy port fails before anything else starts),
+``listen`` opens them: the broker does that once its logs are recovered, so, as with Kafka, a
+client never gets connected to a broker that is still recovering (it is refused, and tries
+another broker or again). Connections made after ``listen`` wait in the backlog until ``start``.
+
 The acceptor accepts on every listener and hands sockets to processors round-robin. At
 ``max.connections`` it stops accepting (new clients wait in the listen backlog, as with
 Kafka's connection quota) until a connection closes. A client address already holding
@@ -18,10 +23,12 @@ import ctypes
 import ctypes.util
 import errno
 import gc
+import itertools
 import logging
 import selectors
 import socket
 import threading
+import time
 from typing import Callable
 
 from .processor import Processor, Request
@@ -31,8 +38,12 @@ __all__ = ["SocketServer", "parse_listener", "ListenerError"]
 log = logging.getLogger("fastkafka.server")
 
 
-# Give memory back to the OS once this many connections closed and at most half remain.
+# Give memory back to the OS after a wave of closes: at least this many connections closed,
+# at most half of the peak remain, and no connection closed for RELEASE_QUIET_S. Waiting for the
+# wave to end matters: trimming in the middle of it (as soon as half had gone) left the memory of
+# the rest of the wave in glibc's free lists.
 TRIM_AFTER_CLOSES = 1000
+RELEASE_QUIET_S = 1.0
 
 
 def _malloc_trim():
@@ -48,7 +59,8 @@ _MALLOC_TRIM = _malloc_trim()
 
 def release_free_memory() -> None:
     """Collect cycles (closed connections can sit in them), then return the C heap's free
-    pages to the OS (glibc ``malloc_trim``; elsewhere only the collection)."""
+    pages to the OS (glibc ``malloc_trim``, which walks every thread's arena and also releases
+    free pages in the middle of them; elsewhere only the collection)."""
     gc.collect()
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
@@ -56,6 +68,11 @@ def release_free_memory() -> None:
 
 class ListenerError(ValueError):
     """A listener string that does not parse, or an address that cannot be bound."""
+
+
+def _listener_error(name: str, host: str, port: int, e: OSError) -> ListenerError:
+    why = "address already in use" if e.errno == errno.EADDRINUSE else e.strerror
+    return ListenerError(f"cannot listen on {name}://{host}:{port}: {why}")
 
 
 def parse_listener(spec: str) -> tuple[str, str, int]:
@@ -122,20 +139,24 @@ class SocketServer:
         self._lock = threading.Condition()
         self._count = 0
         self._peak = 0          # most connections open since memory was last given back
+        self._last_close = 0.0  # monotonic time of the last close
         self._stopping = False
         self.bound: dict[str, tuple[str, int]] = {}
         self._listen: list[tuple[socket.socket, str]] = []
+        self._listening = False
         self.processors = [
             Processor(i, submit, max_frame=max_request_bytes, idle_ms=idle_ms, on_close=self._closed,
                       security=security)
             for i in range(max(1, num_network_threads))
         ]
+        self._next_processor = itertools.cycle(self.processors)
         self._acceptor = threading.Thread(target=self._accept_loop, name="fastkafka-acceptor", daemon=True)
         self._wake_r, self._wake_w = socket.socketpair()
 
     # --- lifecycle ---
     def bind(self) -> None:
-        """Open every listener; a busy port raises ListenerError naming it (nothing is left open)."""
+        """Reserve every listener's address; a busy port raises ListenerError naming it (nothing
+        is left open). Connections are refused until :meth:`listen`."""
         try:
             for name, host, port in self._specs:
                 family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -145,18 +166,33 @@ class SocketServer:
                 try:
                     sock.bind((host or ("::" if family == socket.AF_INET6 else "0.0.0.0"), port))
                 except OSError as e:
-                    why = "address already in use" if e.errno == errno.EADDRINUSE else e.strerror
-                    raise ListenerError(f"cannot listen on {name}://{host}:{port}: {why}") from None
-                sock.listen(self._backlog)
-                sock.setblocking(False)
+                    raise _listener_error(name, host, port, e) from None
                 self.bound[name] = (host, sock.getsockname()[1])
         except BaseException:
             self._close_listeners()
             raise
 
-    def start(self) -> None:
+    def listen(self) -> None:
+        """Accept connections from now on (they wait in the backlog until :meth:`start`). A port
+        another process started listening on since :meth:`bind` raises ListenerError."""
         if not self._listen:
             self.bind()
+        try:
+            for sock, name in self._listen:
+                try:
+                    sock.listen(self._backlog)
+                except OSError as e:
+                    host, port = self.bound[name]
+                    raise _listener_error(name, host, port, e) from None
+                sock.setblocking(False)
+        except BaseException:
+            self._close_listeners()
+            raise
+        self._listening = True
+
+    def start(self) -> None:
+        if not self._listening:
+            self.listen()
         for p in self.processors:
             p.start()
         self._acceptor.start()
@@ -201,23 +237,36 @@ class SocketServer:
                 self._per_ip[peer[0]] = left
             else:
                 self._per_ip.pop(peer[0], None)
+            self._last_close = time.monotonic()
             self._lock.notify_all()
-            # Many connections gone at once (a client fleet restarting, a connection storm
-            # over): hand the memory they used back to the OS. Freed Python objects leave the
-            # C heap fragmented and glibc keeps it; without this, RSS stays at its peak.
-            self._peak = max(self._peak, self._count + 1)
-            trim = self._peak - self._count >= TRIM_AFTER_CLOSES and self._count <= self._peak // 2
-            if trim:
-                self._peak = self._count
-        if trim:
-            release_free_memory()
+
+    def _wave_of_closes_over(self) -> bool:
+        """Many connections went (a client fleet restarting, a connection storm over) and the
+        closes have stopped: time to give their memory back (see ``_release_memory``)."""
+        with self._lock:
+            if self._peak - self._count < TRIM_AFTER_CLOSES or self._count > self._peak // 2:
+                return False
+            if time.monotonic() - self._last_close < RELEASE_QUIET_S:
+                return False
+            self._peak = self._count
+            # a float made during the wave would outlive it (see _accept); 0.0 is a constant
+            self._last_close = 0.0
+            self._per_ip = dict(self._per_ip)    # a dict keeps its size after deletes: rebuilt
+            return True
+
+    def _release_memory(self) -> None:
+        """The processors' tables shrink to the connections left (a dict keeps its size after
+        deletes), then glibc's free memory goes back to the OS."""
+        deadline = time.monotonic() + 1.0
+        for done in [p.compact() for p in self.processors if p.is_alive()]:
+            done.wait(max(0.0, deadline - time.monotonic()))
+        release_free_memory()
 
     def _accept_loop(self) -> None:
         sel = selectors.DefaultSelector()
         for sock, name in self._listen:
             sel.register(sock, selectors.EVENT_READ, name)
         sel.register(self._wake_r, selectors.EVENT_READ, None)
-        rr = 0
         try:
             while not self._stopping:
                 with self._lock:  # at the connection limit: wait for a close (or shutdown)
@@ -226,34 +275,44 @@ class SocketServer:
                 if self._stopping:
                     break
                 for key, _ in sel.select(0.5):
-                    if key.data is None:
-                        continue
-                    try:
-                        client, peer = key.fileobj.accept()
-                    except (BlockingIOError, InterruptedError):
-                        continue
-                    except OSError as e:  # EMFILE and friends: back off instead of spinning
-                        log.warning("accept on %s failed: %s", key.data, e)
-                        self._lock.acquire()
-                        self._lock.wait(0.1)
-                        self._lock.release()
-                        continue
-                    ip = peer[0]
-                    with self._lock:
-                        over = self._per_ip.get(ip, 0) >= self._ip_limits.get(ip, self._max_per_ip)
-                        if not over:
-                            self._count += 1
-                            self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
-                    if over:   # Kafka's connection quota: accepted, then closed at once
-                        log.info("Rejected connection from %s, address already has the configured "
-                                 "maximum of %d connections.", ip, self._ip_limits.get(ip, self._max_per_ip))
-                        client.close()
-                        continue
-                    self.processors[rr % len(self.processors)].assign(client, peer, key.data)
-                    rr += 1
-                    if self._count >= self._max_connections:
+                    if key.data is not None and not self._accept(key.fileobj, key.data):
                         break
+                if self._wave_of_closes_over():
+                    self._release_memory()
         except Exception:
             log.exception("acceptor failed")
         finally:
             sel.close()
+
+    def _accept(self, listener: socket.socket, name: str) -> bool:
+        """Accept one connection on ``listener``; False once at ``max.connections``.
+
+        A method, not inline in the loop: a loop variable holding the last accepted socket would
+        keep it alive after it closed, and with it the memory of a wave of connections: CPython
+        gives a 1 MiB arena of small objects back only once nothing in it is alive, and keeps
+        its free pages resident until then (a few objects pinned several MB after 10,000
+        connections closed). Hence also no counter of accepted connections here."""
+        try:
+            client, peer = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError as e:  # EMFILE and friends: back off instead of spinning
+            log.warning("accept on %s failed: %s", name, e)
+            self._lock.acquire()
+            self._lock.wait(0.1)
+            self._lock.release()
+            return True
+        ip = peer[0]
+        with self._lock:
+            over = self._per_ip.get(ip, 0) >= self._ip_limits.get(ip, self._max_per_ip)
+            if not over:
+                self._count += 1
+                self._peak = max(self._peak, self._count)
+                self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
+        if over:   # Kafka's connection quota: accepted, then closed at once
+            log.info("Rejected connection from %s, address already has the configured "
+                     "maximum of %d connections.", ip, self._ip_limits.get(ip, self._max_per_ip))
+            client.close()
+            return True
+        next(self._next_processor).assign(client, peer, name)
+        return self._count < self._max_connections
