@@ -19,8 +19,9 @@ Thread-safe. Example (broker 1 leads ``__consumer_offsets-0`` in epoch 3, broker
     >>> from fastkafka.log import Log
     >>> from fastkafka.records import build_batch
     >>> from fastkafka.server.purgatory import Purgatory
-    >>> log = Log(tempfile.mkdtemp() + "/__consumer_offsets-0"); log.high_watermark_follows_end = False
-    >>> part = NS(role=LEADER, leader_epoch=3, isr=(1, 2))
+    >>> log = Log(tempfile.mkdtemp() + "/__consumer_offsets-0")
+    >>> part = Partition("__consumer_offsets", 0, 1, log)
+    >>> part.become_leader(epoch=3, replicas=(1, 2), isr=(1, 2), version=0, now=0)
     >>> replicas = NS(get=lambda t, p: part, produce_purgatory=Purgatory("produce"))
     >>> write = CoordinatorPartitionWriter(NS(log=lambda t, p: log), replicas, "__consumer_offsets")
     >>> write(0, bytearray(build_batch([(b"k", b"v", [], 0)])), print)   # waits for broker 2
@@ -35,7 +36,7 @@ from typing import Callable
 
 from fastkafka import errors
 
-from .partition import ACKS_ALL, LEADER, acks_all_code, append_as_leader  # noqa: F401 (LEADER: the example)
+from .partition import ACKS_ALL, Partition, acks_all_code, append_as_leader  # noqa: F401 (Partition: the example)
 from .purgatory import DelayedOperation
 
 __all__ = ["CoordinatorPartitionWriter"]
