@@ -7,6 +7,7 @@ Example::
     $ fastkafka configs --alter --entity-type topics --entity-name orders --add-config retention.ms=60000,cleanup.policy=compact
     $ fastkafka configs --alter --entity-type users --entity-name alice --add-config 'SCRAM-SHA-256=[password=alice-secret]'
     $ fastkafka configs --alter --entity-type clients --entity-default --add-config consumer_byte_rate=10485760
+    $ fastkafka configs --alter --entity-type brokers --entity-default --add-config log.retention.ms=3600000
 """
 from __future__ import annotations
 
@@ -47,7 +48,16 @@ every broker applies a change at once:
   fastkafka configs --alter --entity-type clients --entity-default --delete-config consumer_byte_rate
   fastkafka configs --alter --entity-type users --entity-name alice --delete-config producer_byte_rate,consumer_byte_rate
 
-Broker configs are read-only here (not dynamic yet)."""
+Dynamic broker configs: the broker-wide defaults of topic configs (log.retention.ms,
+log.segment.bytes, log.cleanup.policy, min.insync.replicas, compression.type, message.max.bytes,
+...) change at run time for one broker or, with --entity-default, for the whole cluster; a
+broker's own value wins over the cluster's, both over server.properties. Topics without an
+override of their own follow at once:
+  fastkafka configs --alter --entity-type brokers --entity-default --add-config log.retention.ms=3600000
+  fastkafka configs --alter --entity-type brokers --entity-name 0 --add-config log.segment.bytes=1048576
+  fastkafka configs --describe --entity-type brokers --entity-default
+  fastkafka configs --alter --entity-type brokers --entity-name 0 --delete-config log.segment.bytes
+  fastkafka configs --alter --entity-type brokers --entity-default --delete-config log.retention.ms"""
 
 ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
 
@@ -63,7 +73,8 @@ def _parser():
                    help="topic name, broker id, user or client id, one per --entity-type "
                         "(users, clients: omit to describe all)")
     p.add_argument("--entity-default", action="append_const", const="", dest="entity_names",
-                   help="the default user or client id (its quotas apply to those without their own)")
+                   help="the default user or client id (its quotas apply to those without their own), "
+                        "or with brokers the cluster-wide dynamic configs")
     p.add_argument("--add-config", default="", metavar="K=V,K2=V2",
                    help="configs to set, comma-separated (a list value in [ ]: k=[a,b])")
     p.add_argument("--delete-config", default="", metavar="K,K2", help="overrides to remove")
@@ -110,12 +121,13 @@ def _run(args) -> int:
         raise ToolError("topics and brokers take one --entity-type and one --entity-name")
     entity_type, entity_name = types[0], (names[0] if names else None)
     rtype = ENTITY_TYPES[entity_type]
-    if not entity_name:
+    if entity_name is None or (entity_name == "" and entity_type == "topics"):
         raise ToolError(f"--entity-type {entity_type} needs --entity-name")
     with AdminClient(client_config(args)) as admin:
         if args.describe:
             configs = admin.describe_configs(entity_name, rtype)
-            print(f"Configs for {entity_type[:-1]} {entity_name} are:")
+            print("Default configs for brokers in the cluster are:" if entity_name == "" else
+                  f"Configs for {entity_type[:-1]} {entity_name} are:")
             for name, (value, is_default, _ro) in sorted(configs.items()):
                 if args.all or not is_default:
                     print(f"  {name}={value}" + ("  (default)" if is_default else ""))
@@ -125,7 +137,8 @@ def _run(args) -> int:
         if not add and not delete:
             raise ToolError("--alter needs --add-config and/or --delete-config")
         admin.alter_configs(entity_name, add, delete, rtype)
-        print(f"Completed updating config for {entity_type[:-1]} {entity_name}.")
+        print("Completed updating default config for brokers in the cluster." if entity_name == "" else
+              f"Completed updating config for {entity_type[:-1]} {entity_name}.")
     return 0
 
 

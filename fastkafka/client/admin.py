@@ -139,8 +139,9 @@ class AdminClient(TransactionAdmin):
         return out
 
     def describe_configs(self, resource: str, resource_type: int = TOPIC_RESOURCE) -> dict[str, tuple]:
-        """``{name: (value, is_default, read_only)}`` of a topic (or broker id as a string)."""
-        conn = self.cluster.any_connection()
+        """``{name: (value, is_default, read_only)}`` of a topic (or broker id as a string; ""
+        for the cluster-wide dynamic broker configs)."""
+        conn = self._configs_connection(resource, resource_type)
         resp = conn.request(ApiKey.DESCRIBE_CONFIGS, {
             "resources": [{"resource_type": resource_type, "resource_name": resource,
                            "configuration_keys": None}], "include_synonyms": False})
@@ -153,14 +154,21 @@ class AdminClient(TransactionAdmin):
     def alter_configs(self, resource: str, set_: dict[str, str] | None = None,
                       delete: list[str] | None = None, resource_type: int = TOPIC_RESOURCE,
                       validate_only: bool = False) -> None:
-        """IncrementalAlterConfigs: set and delete overrides of a topic (or broker) at run time."""
+        """IncrementalAlterConfigs: set and delete overrides of a topic, or the dynamic configs of
+        a broker (its id as a string; "" for the whole cluster), at run time."""
         ops = [{"name": k, "config_operation": SET_OP, "value": v} for k, v in (set_ or {}).items()]
         ops += [{"name": k, "config_operation": DELETE_OP, "value": None} for k in delete or ()]
-        resp = self.cluster.any_connection().request(ApiKey.INCREMENTAL_ALTER_CONFIGS, {
+        resp = self._configs_connection(resource, resource_type).request(ApiKey.INCREMENTAL_ALTER_CONFIGS, {
             "resources": [{"resource_type": resource_type, "resource_name": resource, "configs": ops}],
             "validate_only": validate_only})
         r = resp.responses[0]
         errors.raise_for(r.error_code, f"alter configs of {resource!r}", r.error_message)
+
+    def _configs_connection(self, resource: str, resource_type: int):
+        # a broker's own configs are asked of that broker, as Kafka's admin clients do
+        if resource_type == BROKER_RESOURCE and resource.isdigit():
+            return self.cluster.connection(int(resource))
+        return self.cluster.any_connection()
 
     # -- SCRAM users (KIP-554) ------------------------------------------------------------
 

@@ -12,7 +12,8 @@ and the dynamic configs of users and clients, as ``/config/users|clients`` hold 
 ZooKeeper: a user's entry has its SCRAM credentials and its client quotas side by side
 (``"users": {"alice": {"SCRAM-SHA-256": "...", "producer_byte_rate": "1048576"}}``), then
 ``"clients": {"<client-id>": {...}}`` and ``"user_clients": {"<user>": {"<client-id>": {...}}}``,
-``<default>`` naming the default user or client.
+``<default>`` naming the default user or client; the dynamic broker configs as
+``/config/brokers`` holds them: ``"brokers": {"<default>": {"log.retention.ms": "3600000"}}``.
 
 Thread-safe: one lock serialises changes; readers get immutable snapshots.
 
@@ -92,6 +93,7 @@ class EmbeddedMetadata:
         self._lock = threading.Lock()
         self._topics: dict[str, TopicInfo] = {}
         self._users: dict[str, Mapping[str, str]] = {}   # user -> SCRAM credentials by mechanism
+        self._broker_configs: dict[str, Mapping[str, str]] = {}   # broker id or <default> -> dynamic configs
         self._acls = AclSnapshot()
         # client quotas of client ids, (None, client), and of user/client-id pairs, (user, client)
         self._quota_entities: dict[QuotaEntity, Mapping[str, str]] = {}
@@ -114,6 +116,7 @@ class EmbeddedMetadata:
             for name, t in doc.get("topics", {}).items()
         }
         self._users = {u: MappingProxyType(dict(c)) for u, c in doc.get("users", {}).items()}
+        self._broker_configs = {e: MappingProxyType(dict(c)) for e, c in doc.get("brokers", {}).items()}
         self._acls = AclSnapshot(_acl_from_json(a) for a in doc.get("acls", ()))
         others = {(None, c): MappingProxyType(dict(v)) for c, v in doc.get("clients", {}).items()}
         others.update({(u, c): MappingProxyType(dict(v)) for u, by_client in doc.get("user_clients", {}).items()
@@ -124,6 +127,7 @@ class EmbeddedMetadata:
         doc = {"version": 1, "cluster_id": self.cluster_id,
                "topics": {n: t.to_json() for n, t in sorted(self._topics.items())},
                "users": {u: dict(c) for u, c in sorted(self._users.items())},
+               "brokers": {e: dict(c) for e, c in sorted(self._broker_configs.items())},
                "acls": [_acl_to_json(a) for a in self._acls],
                "clients": {c: dict(v) for (u, c), v in sorted(self._quota_entities.items(), key=_by_names)
                            if u is None},
@@ -227,8 +231,18 @@ class EmbeddedMetadata:
             else:
                 self._commit(quota_entities=with_entry(self._quota_entities, entity, configs))
 
+    def broker_configs(self, entity: str) -> Mapping[str, str]:
+        """The dynamic configs of broker ``entity`` (its id, or ``<default>``)."""
+        return self._broker_configs.get(entity, MappingProxyType({}))
+
+    def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Replace the dynamic configs of ``entity`` (empty: forget them); persisted before returning."""
+        with self._lock:
+            self._commit(broker_configs=with_entry(self._broker_configs, entity, configs))
+
     def add_listener(self, callback) -> None:
-        """Call ``callback()`` after every change of users' or clients' configs (quick, no lock)."""
+        """Call ``callback()`` after every change of users', clients' or brokers' configs (quick,
+        no lock)."""
         self._listeners.append(callback)
 
     def acls(self) -> AclSnapshot:
@@ -243,19 +257,21 @@ class EmbeddedMetadata:
 
     def _commit(self, topics: dict[str, TopicInfo] | None = None,
                 users: dict[str, Mapping[str, str]] | None = None, acls: AclSnapshot | None = None,
-                quota_entities: dict[QuotaEntity, Mapping[str, str]] | None = None) -> None:
+                quota_entities: dict[QuotaEntity, Mapping[str, str]] | None = None,
+                broker_configs: dict[str, Mapping[str, str]] | None = None) -> None:
         """Publish the new maps and persist them; on failure the old ones stay."""
-        old = self._topics, self._users, self._acls, self._quota_entities
+        old = self._topics, self._users, self._acls, self._quota_entities, self._broker_configs
         self._topics = old[0] if topics is None else topics
         self._users = old[1] if users is None else users
         self._acls = old[2] if acls is None else acls
         self._quota_entities = old[3] if quota_entities is None else quota_entities
+        self._broker_configs = old[4] if broker_configs is None else broker_configs
         try:
             self._save()
         except BaseException:
-            self._topics, self._users, self._acls, self._quota_entities = old
+            self._topics, self._users, self._acls, self._quota_entities, self._broker_configs = old
             raise
-        if users is not None or quota_entities is not None:
+        if users is not None or quota_entities is not None or broker_configs is not None:
             for callback in self._listeners:
                 callback()
 

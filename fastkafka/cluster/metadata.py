@@ -94,6 +94,7 @@ class ZkMetadata(ZkQuotaConfigs):
         self._state_versions: dict[tuple[str, int], int] = {}   # the znode version each state was read at
         self._watched: set[str] = set()
         self._users: dict[str, Mapping[str, str]] = {}   # /config/users/<user> documents
+        self._broker_configs: dict[str, Mapping[str, str]] = {}   # /config/brokers/<entity> documents
         self._init_quotas()     # client ids' and user/client-id pairs' quotas (zk_quotas)
         self._acl_docs: dict[str, tuple[AclBinding, ...]] = {}   # ACL znode path -> its ACLs
         self._acls = AclSnapshot()
@@ -118,6 +119,8 @@ class ZkMetadata(ZkQuotaConfigs):
         self.client.ChildrenWatch(znodes.CONTROLLER, self._on_controller)
         self.client.ensure_path(znodes.CONFIG_USERS)
         self.client.ChildrenWatch(znodes.CONFIG_USERS, self._on_users)
+        self.client.ensure_path(znodes.CONFIG_BROKERS)
+        self.client.ChildrenWatch(znodes.CONFIG_BROKERS, self._on_broker_configs)
         self._start_quotas()
         for ptype in znodes.ACL_ROOTS:
             for rtype in ACL_RESOURCE_TYPES:
@@ -256,6 +259,14 @@ class ZkMetadata(ZkQuotaConfigs):
             self._watch_document(znodes.config_user_path(user), znodes.EntityConfig.configs_of,
                                  functools.partial(self._cache_user, user))
             self._watch_user_clients(user)
+        return True
+
+    def _on_broker_configs(self, children) -> bool:
+        if self._stopped:
+            return False
+        for entity in children:
+            self._watch_document(znodes.config_broker_path(entity), znodes.EntityConfig.configs_of,
+                                 functools.partial(self._cache_broker_configs, entity))
         return True
 
     def _on_acl_resources(self, parent: str, children) -> bool:
@@ -439,7 +450,32 @@ class ZkMetadata(ZkQuotaConfigs):
     def set_user_configs(self, user: str, configs: Mapping[str, str]) -> None:
         """Replace ``/config/users/<user>`` (empty: delete it); every broker's cache follows
         through its watch, this one's at once."""
-        path = znodes.config_user_path(user)
+        self._set_document(znodes.config_user_path(user), configs)
+        self._cache_user(user, configs)
+
+    def _cache_user(self, user: str, configs: Mapping[str, str]) -> None:
+        """Copy-on-write: readers of ``_users`` never lock."""
+        with self._cond:
+            self._users = with_entry(self._users, user, configs)
+        self._changed()     # (client quotas follow)
+
+    def broker_configs(self, entity: str) -> Mapping[str, str]:
+        """``/config/brokers/<entity>``'s dynamic configs (a broker id, or ``<default>``)."""
+        return self._broker_configs.get(entity, MappingProxyType({}))
+
+    @_zk_errors
+    def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Replace ``/config/brokers/<entity>`` (empty: delete it); every broker follows through
+        its watch, this one at once."""
+        self._set_document(znodes.config_broker_path(entity), configs)
+        self._cache_broker_configs(entity, configs)
+
+    def _cache_broker_configs(self, entity: str, configs: Mapping[str, str] | None) -> None:
+        with self._cond:
+            self._broker_configs = with_entry(self._broker_configs, entity, configs)
+        self._changed()
+
+    def _set_document(self, path: str, configs: Mapping[str, str]) -> None:
         if configs:
             data = znodes.EntityConfig(dict(configs)).encode()
             try:
@@ -451,15 +487,8 @@ class ZkMetadata(ZkQuotaConfigs):
                 self.client.delete(path)
             except NoNodeError:
                 pass
-            except NotEmptyError:   # user/client-id quotas live below it
+            except NotEmptyError:   # (a user's client-id quotas live below it)
                 self.client.set(path, znodes.EntityConfig({}).encode())
-        self._cache_user(user, configs)
-
-    def _cache_user(self, user: str, configs: Mapping[str, str]) -> None:
-        """Copy-on-write: readers of ``_users`` never lock."""
-        with self._cond:
-            self._users = with_entry(self._users, user, configs)
-        self._changed()     # (client quotas follow)
 
     def acls(self) -> AclSnapshot:
         """Every ACL under ``/kafka-acl*`` (an immutable snapshot, replaced on every change)."""

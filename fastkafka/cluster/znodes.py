@@ -19,6 +19,7 @@ documents below read the same to a person who knows Kafka::
                                                  "producer_byte_rate":"1048576"}}
     /config/users/<user>/clients/<client-id>    {"version":1,"config":{"consumer_byte_rate":"2097152"}}
     /config/clients/<client-id>                 {"version":1,"config":{"request_percentage":"50.0"}}
+    /config/brokers/<id>|<default>              {"version":1,"config":{"log.retention.ms":"3600000"}}
     /kafka-acl/<Type>/<name>                    {"version":1,"acls":[{"principal":"User:alice",
                                                  "host":"*","operation":"Read","permissionType":"Allow"}]}
     /kafka-acl-extended/prefixed/<Type>/<name>  the same, for PREFIXED patterns
@@ -61,7 +62,8 @@ from fastkafka.security.client_quotas import QuotaEntity, znode_name
 
 __all__ = [
     "ZnodeDataError", "CLUSTER_ID", "BROKER_IDS", "TOPICS", "CONTROLLER", "CONTROLLER_EPOCH",
-    "CONFIG_TOPICS", "CONFIG_USERS", "DELETE_TOPICS", "CONSUMERS", "LATEST_PRODUCER_ID_BLOCK", "PERSISTENT_PATHS",
+    "CONFIG_TOPICS", "CONFIG_USERS", "CONFIG_BROKERS", "config_broker_path", "DELETE_TOPICS", "CONSUMERS",
+    "LATEST_PRODUCER_ID_BLOCK", "PERSISTENT_PATHS",
     "broker_path", "topic_path", "partitions_path", "partition_path", "state_path",
     "config_topic_path", "config_user_path", "CONFIG_CLIENTS", "config_client_path", "config_user_clients_path",
     "config_user_client_path", "quota_entity_path", "delete_topic_path", "consumer_ids_path", "consumer_id_path",
@@ -81,6 +83,7 @@ CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_USERS = "/config/users"
 CONFIG_CLIENTS = "/config/clients"
+CONFIG_BROKERS = "/config/brokers"
 DELETE_TOPICS = "/admin/delete_topics"
 # fastkafka's own: a broker in controlled shutdown holds an ephemeral child named by its id
 CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
@@ -130,6 +133,16 @@ def config_user_path(user: str) -> str:
     '/config/users/CN%3Dapp%2CO%3Dexample'
     """
     return f"{CONFIG_USERS}/{znode_name(user)}"
+
+
+def config_broker_path(entity: str) -> str:
+    """``/config/brokers/<id>`` (one broker's dynamic configs) or ``/config/brokers/<default>``
+    (the cluster-wide ones).
+
+    >>> config_broker_path("<default>")
+    '/config/brokers/<default>'
+    """
+    return f"{CONFIG_BROKERS}/{entity}"
 
 
 def config_client_path(client_id: str) -> str:
@@ -418,7 +431,7 @@ class EntityConfig:
     """``/config/topics/<t>`` (a topic's config overrides, Kafka's topic-level names),
     ``/config/users/<user>`` (a user's SCRAM credentials, by mechanism, and its client quotas),
     ``/config/clients/<client-id>`` and ``/config/users/<user>/clients/<client-id>`` (client
-    quotas): one document shape."""
+    quotas), ``/config/brokers/<id>|<default>`` (dynamic broker configs): one document shape."""
 
     config: Mapping[str, str]
 

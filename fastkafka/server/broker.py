@@ -38,6 +38,7 @@ from fastkafka.security import ScramCredential
 from .authorizer import Authorizer, authorizer_from_config
 from .coordination import CoordinationService
 from .dispatch import Dispatcher
+from .dynamic_config import DynamicBrokerConfig
 from .handlers import HANDLERS, advertised_apis
 from .listener_security import ListenerSecurity, SecurityConfigError, inter_broker_security, listener_security
 from .purgatory import Purgatory
@@ -77,6 +78,7 @@ class Broker:
         self.metadata: EmbeddedMetadata | None = None
         self.cluster = None  # ClusterNode when zookeeper.connect is set (cluster mode)
         self.topics: TopicManager | None = None
+        self.dynamic_config: DynamicBrokerConfig | None = None   # server.properties + dynamic broker configs
         self.fetch_purgatory: Purgatory | None = None
         self.replicas = None   # ReplicaManager in cluster mode: roles, ISR, followers' fetchers, acks=all
         self.coordination: CoordinationService | None = None  # see group_coordination()
@@ -137,12 +139,12 @@ class Broker:
             except errors.KafkaStorageError as e:   # a log dir locked by another broker, unreadable
                 raise BrokerStartupError(str(e)) from None
             self.fetch_purgatory = Purgatory("fetch")
-            if self.cluster is None:
-                self.metadata = EmbeddedMetadata(cfg.log_dirs[0])
-                self.topics = TopicManager(cfg, self.logs, self.metadata, self.fetch_purgatory)
-            else:
-                self.metadata = self.cluster.metadata
-                self.topics = ClusterTopicManager(cfg, self.logs, self.metadata, self.fetch_purgatory)
+            self.metadata = EmbeddedMetadata(cfg.log_dirs[0]) if self.cluster is None else self.cluster.metadata
+            self.dynamic_config = DynamicBrokerConfig(cfg, self.metadata, self.broker_id)
+            self.dynamic_config.refresh()
+            manager = TopicManager if self.cluster is None else ClusterTopicManager
+            self.topics = manager(self.dynamic_config.current, self.logs, self.metadata, self.fetch_purgatory)
+            self.metadata.add_listener(self._follow_dynamic_config)
             self.topics.load()
             self.authorizer = authorizer_from_config(cfg, self.metadata.acls)
             try:
@@ -240,6 +242,11 @@ class Broker:
                         zk_client=cluster.client if cluster is not None else None,
                         replicas=self.replicas, stopped=self._stopped)
         return svc
+
+    def _follow_dynamic_config(self) -> None:
+        # a metadata change: dynamic broker configs altered through any broker take effect here
+        if self.dynamic_config.refresh():
+            self.topics.reconfigure(self.dynamic_config.current)
 
     def _coordinate_internal_topics(self) -> None:
         """Cluster mode: once ``__consumer_offsets`` or ``__transaction_state`` exists, this

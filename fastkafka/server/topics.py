@@ -207,6 +207,15 @@ class TopicManager:
             self._apply_configs(name, cfg)
         log.info("topic %s: configs now %s", name, dict(configs) or "the broker defaults")
 
+    def reconfigure(self, config: KafkaConfig) -> None:
+        """New broker defaults (dynamic broker configs): every topic's logs take them at once,
+        except where the topic overrides them."""
+        with self._lock:
+            self.config = config
+            for name, info in self._metadata.topics().items():
+                if name in self._log_configs:
+                    self._apply_configs(name, self._config_of(info))
+
     def _apply_configs(self, name: str, cfg: LogConfig) -> None:
         self._log_configs[name] = cfg
         for (topic, _), lg in self._partitions.items():

@@ -162,6 +162,74 @@ def test_topic_configs_change_at_run_time(broker, kadmin):
     assert e.value.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
 
 
+def test_dynamic_broker_configs_change_topic_defaults_at_run_time(broker, kadmin):
+    """Dynamic broker configs: IncrementalAlterConfigs on this broker's resource from
+    confluent-kafka, AlterConfigs from kafka-python, the cluster-wide resource (empty name, which
+    neither of them can send) from fastkafka's own admin client. Topics without an override follow
+    at once, the broker's own value wins over the cluster's, DescribeConfigs names each source, a
+    static or unknown key and a bad value are refused, and the configs are stored for a restart."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    from kafka.admin import ConfigResource as KConfigResource
+    from kafka.admin import ConfigResourceType
+
+    from fastkafka import errors
+    from fastkafka.client.admin import BROKER_RESOURCE
+    from fastkafka.client.admin import AdminClient as OurAdmin
+    from fastkafka.cluster.embedded import EmbeddedMetadata
+    from fastkafka.protocol import ApiKey
+    a = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in a.create_topics([NewTopic("plain", 1, 1), NewTopic("own", 1, 1, config={"retention.ms": "5000"})]).values():
+        f.result(10)
+    plain, own = broker.topics.log("plain", 0), broker.topics.log("own", 0)
+    me = str(broker.broker_id)
+
+    def alter(*entries):
+        res = ConfigResource("broker", me, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.DELETE if v is None else AlterConfigOpType.SET)
+            for k, v in entries])
+        a.incremental_alter_configs([res])[res].result(10)
+
+    with OurAdmin({"bootstrap.servers": broker.bootstrap}) as ours:
+        ours.alter_configs("", {"log.retention.ms": "600000", "log.segment.bytes": "2097152"},
+                           resource_type=BROKER_RESOURCE)
+        assert plain.config.retention_ms == 600000 and plain.config.segment_bytes == 2097152
+        assert own.config.retention_ms == 5000 and own.config.segment_bytes == 2097152   # its override stays
+        assert ours.describe_configs("", BROKER_RESOURCE) == {
+            "log.retention.ms": ("600000", False, False), "log.segment.bytes": ("2097152", False, False)}
+        with pytest.raises(errors.InvalidRequestError):
+            ours.alter_configs("", {"num.io.threads": "4"}, resource_type=BROKER_RESOURCE)
+    alter(("log.retention.ms", "900000"))
+    assert plain.config.retention_ms == 900000                                      # the broker's wins
+    described = list(a.describe_configs([ConfigResource("broker", me)]).values())[0].result(10)
+    assert (described["log.retention.ms"].value, described["log.retention.ms"].source) == ("900000", 2)
+    assert described["log.segment.bytes"].source == 3 and not described["log.segment.bytes"].is_read_only
+    assert described["num.io.threads"].is_read_only and described["num.io.threads"].source == 5
+    topic = list(a.describe_configs([ConfigResource("topic", "plain")]).values())[0].result(10)
+    assert (topic["retention.ms"].value, topic["retention.ms"].source) == ("900000", 2)
+    with OurAdmin({"bootstrap.servers": broker.bootstrap}) as ours:
+        resp = ours.cluster.any_connection().request(ApiKey.DESCRIBE_CONFIGS, {"resources": [{
+            "resource_type": 2, "resource_name": "plain", "configuration_keys": ["retention.ms"]}],
+            "include_synonyms": True})
+    assert [(s.name, s.value, s.source) for s in resp.results[0].configs[0].synonyms] == [
+        ("log.retention.ms", "900000", 2), ("log.retention.ms", "600000", 3), ("log.retention.ms", None, 5)]
+    for entry, code in ((("num.io.threads", "4"), "INVALID_REQUEST"), (("log.segment.bytes", "1"), "INVALID_CONFIG"),
+                        (("no.such.key", "1"), "INVALID_CONFIG")):
+        with pytest.raises(KafkaException) as e:
+            alter(entry)
+        assert e.value.args[0].name() == code
+    assert plain.config.segment_bytes == 2097152                                    # nothing changed
+    # AlterConfigs replaces this broker's whole set (kafka-python adds the dynamic keys it
+    # described as this broker's first, as for topics)
+    kadmin.alter_configs([KConfigResource(ConfigResourceType.BROKER, me, configs={"log.cleanup.policy": "compact"})],
+                         incremental=False)
+    assert plain.config.compact and plain.config.retention_ms == 900000
+    stored = EmbeddedMetadata(broker.config.log_dirs[0])       # what a restart starts from
+    assert dict(stored.broker_configs("<default>")) == {"log.retention.ms": "600000", "log.segment.bytes": "2097152"}
+    assert dict(stored.broker_configs(me)) == {"log.cleanup.policy": "compact", "log.retention.ms": "900000"}
+    alter(("log.cleanup.policy", None), ("log.retention.ms", None))
+    assert not plain.config.compact and plain.config.retention_ms == 600000        # the cluster's again
+
+
 def test_describe_producers_lists_idempotent_producers(broker, kadmin):
     from confluent_kafka import Producer
 

@@ -321,6 +321,41 @@ def test_zookeeper_ensemble_of_three_loses_its_leader(tmp_path):
         assert len(consume(cluster.bootstrap, "quorum", range(3), 15)) == 15
 
 
+def test_cluster_wide_broker_config_altered_through_one_broker_applies_on_every_broker(cluster):
+    """/config/brokers/<default> in Kafka's layout; each broker's topics without an override
+    follow it through the watch; a broker's own resource is altered only at that broker."""
+    create(cluster, "bcfg", 3)
+    first = cluster.brokers[1]
+    resp = raw_call(first.port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
+        "resource_type": 4, "resource_name": "",
+        "configs": [{"name": "message.max.bytes", "config_operation": 0, "value": "300"}]}]})
+    assert resp.responses[0].error_code == 0
+    data, _ = cluster.zk.get(znodes.config_broker_path("<default>"))
+    assert znodes.EntityConfig.decode("/config/brokers/<default>", data).config == {"message.max.bytes": "300"}
+
+    def everyone_says():
+        for b in cluster.brokers.values():
+            r = raw_call(b.port, ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [
+                {"resource_type": 2, "resource_name": "bcfg", "configuration_keys": ["max.message.bytes"]}]})
+            if (r.results[0].configs[0].value, r.results[0].configs[0].config_source) != ("300", 3):
+                return False
+        return True
+    wait_for(everyone_says, what="every broker to report the cluster-wide message.max.bytes")
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "message.timeout.ms": 10000})
+    errs = []
+    for part in range(3):       # one partition led by each broker, as assigned
+        p.produce("bcfg", value=b"x" * 1000, partition=part, on_delivery=lambda err, m: errs.append(err))
+    p.flush(15)
+    assert len(errs) == 3 and all(e is not None and e.name() == "MSG_SIZE_TOO_LARGE" for e in errs), errs
+    resp = raw_call(first.port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
+        "resource_type": 4, "resource_name": "2",
+        "configs": [{"name": "message.max.bytes", "config_operation": 0, "value": "400"}]}]})
+    assert resp.responses[0].error_code == errors.InvalidRequestError.code
+    resp = raw_call(first.port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
+        "resource_type": 4, "resource_name": "", "configs": [{"name": "message.max.bytes", "config_operation": 1}]}]})
+    assert resp.responses[0].error_code == 0 and not cluster.zk.exists(znodes.config_broker_path("<default>"))
+
+
 def test_topic_config_altered_through_one_broker_applies_on_the_leader(cluster):
     create(cluster, "cfg", 1)
     leader = cluster.state("cfg", 0).leader

@@ -4,14 +4,17 @@ type 2) and this broker (type 4).
 Topic overrides change at run time as in Kafka: AlterConfigs replaces a topic's whole set,
 IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT (the last two on list-valued
 configs, from the override or else the default), both validated as at creation and taking effect
-on the topic's logs at once. Broker configs are not dynamic here yet: altering one answers
-INVALID_REQUEST naming it, as Kafka does for a config it cannot update dynamically.
+on the topic's logs at once. Broker configs change the same two ways for this broker (resource
+name its id) or the whole cluster (empty name): only the broker-wide defaults of topic configs
+(:mod:`fastkafka.server.dynamic_config`); any other key answers INVALID_REQUEST naming it, as Kafka
+does for a config it cannot update dynamically.
 
-Topic entries list every topic-level property with its effective value and where it comes from
-(Kafka's ConfigSource): DYNAMIC_TOPIC_CONFIG for the topic's own overrides, STATIC_BROKER_CONFIG
-when the broker's server.properties set the underlying ``log.*`` key, DEFAULT_CONFIG otherwise.
-v0 marks defaults with ``is_default``; v1+ with ``config_source`` and, on request, synonyms
-(override, broker value, default — most specific first). Broker properties are read-only here.
+Entries list every property with its effective value and where it comes from (Kafka's
+ConfigSource): DYNAMIC_TOPIC_CONFIG for a topic's own overrides, DYNAMIC_BROKER_CONFIG and
+DYNAMIC_DEFAULT_BROKER_CONFIG for this broker's and the cluster's dynamic configs,
+STATIC_BROKER_CONFIG for server.properties, DEFAULT_CONFIG otherwise. v0 marks defaults with
+``is_default``; v1+ with ``config_source`` and, on request, synonyms (most specific first).
+Describing the broker with an empty name lists the cluster-wide dynamic configs only, as Kafka.
 
 Authorization (with an authorizer): DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the
 topic (TOPIC_AUTHORIZATION_FAILED) or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED).
@@ -21,13 +24,15 @@ from __future__ import annotations
 from fastkafka import errors
 from fastkafka.config import KEYS, LIST, PASSWORD, TOPIC_KEYS
 
+from ..dynamic_config import (DEFAULT_CONFIG, DEFAULT_ENTITY, DYNAMIC_DEFAULT_BROKER_CONFIG, RECONFIGURABLE,
+                              config_text)
 from .authorization import AclOperation, require_cluster, require_topic
 from .failure import failure
 
 __all__ = ["handle_describe_configs", "handle_alter_configs", "handle_incremental_alter_configs"]
 
 TOPIC, BROKER = 2, 4
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+DYNAMIC_TOPIC_CONFIG = 1
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3     # IncrementalAlterConfigs' config_operation
 
 
@@ -36,16 +41,6 @@ def _require(ctx, op: AclOperation, r) -> None:
         require_topic(ctx, op, r.resource_name)
     elif r.resource_type == BROKER:
         require_cluster(ctx, op)
-
-
-def _fmt(v) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (list, tuple)):
-        return ",".join(map(str, v))
-    return str(v)
 
 
 def _wanted(keys, names):
@@ -58,38 +53,46 @@ def _topic_configs(ctx, cls, name: str, keys, synonyms: bool):
     if info is None:
         raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
     effective = topics.log_config(name)
-    originals = ctx.broker.config.originals
+    dyn = ctx.broker.dynamic_config
     out = []
     for tname in _wanted(keys, sorted(TOPIC_KEYS)):
         key = TOPIC_KEYS[tname]
         value = getattr(effective, tname.replace(".", "_"), None)
-        syn = []
-        if tname in info.configs:
-            source = DYNAMIC_TOPIC_CONFIG
-            syn.append((tname, info.configs[tname], DYNAMIC_TOPIC_CONFIG))
-        elif key.name in originals:
-            source = STATIC_BROKER_CONFIG
-        else:
-            source = DEFAULT_CONFIG
-        if key.name in originals:
-            syn.append((key.name, _fmt(originals[key.name]), STATIC_BROKER_CONFIG))
-        syn.append((key.name, _fmt(key.default), DEFAULT_CONFIG))
-        out.append(_entry(cls, tname, _fmt(value), False, source, syn if synonyms else []))
+        syn = [(tname, info.configs[tname], DYNAMIC_TOPIC_CONFIG)] if tname in info.configs else []
+        syn += dyn.synonyms(key.name)
+        source = syn[0][2] if syn else DEFAULT_CONFIG
+        syn.append((key.name, config_text(key.default), DEFAULT_CONFIG))
+        out.append(_entry(cls, tname, config_text(value), False, source, syn if synonyms else []))
     return out
 
 
+def _broker_entity(ctx, name: str) -> str:
+    """A broker resource's name: this broker's id, or empty for the cluster-wide configs."""
+    if name == "":
+        return DEFAULT_ENTITY
+    if name != str(ctx.broker.broker_id):
+        raise errors.InvalidRequestError(f"this is broker {ctx.broker.broker_id}, not {name!r}")
+    return name
+
+
 def _broker_configs(ctx, cls, name: str, keys, synonyms: bool):
-    broker = ctx.broker
-    if name not in ("", str(broker.broker_id)):
-        raise errors.InvalidRequestError(f"this is broker {broker.broker_id}, not {name!r}")
-    originals = broker.config.originals
+    dyn = ctx.broker.dynamic_config
+    if _broker_entity(ctx, name) == DEFAULT_ENTITY:
+        return [_entry(cls, k, v, False, DYNAMIC_DEFAULT_BROKER_CONFIG,
+                       [(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG)] if synonyms else [])
+                for k, v in sorted(dyn.stored(DEFAULT_ENTITY).items()) if keys is None or k in keys]
+    current = dyn.current
     out = []
     for kname in _wanted(keys, sorted(KEYS)):
         sensitive = KEYS[kname].type is PASSWORD
-        value = None if sensitive else _fmt(broker.config[kname])   # Kafka never shows secrets
-        source = STATIC_BROKER_CONFIG if kname in originals else DEFAULT_CONFIG
-        syn = [(kname, value, source)]
-        out.append(_entry(cls, kname, value, True, source, syn if synonyms else [], sensitive))
+        value = None if sensitive else config_text(current[kname])   # Kafka never shows secrets
+        syn = dyn.synonyms(kname)
+        source = syn[0][2] if syn else DEFAULT_CONFIG
+        syn.append((kname, config_text(KEYS[kname].default), DEFAULT_CONFIG))
+        if sensitive:
+            syn = [(n, None, s) for n, _, s in syn]
+        out.append(_entry(cls, kname, value, kname not in RECONFIGURABLE, source, syn if synonyms else [],
+                          sensitive))
     return out
 
 
@@ -137,8 +140,9 @@ def _alter(ctx, req, new_configs):
                 topics.alter_configs(r.resource_name, new_configs(r, dict(info.configs)),
                                      validate_only=bool(req.validate_only))
             elif r.resource_type == BROKER:
-                names = ", ".join(sorted(c.name for c in r.configs))
-                raise errors.InvalidRequestError(f"Cannot update these configs dynamically: {names}")
+                entity = _broker_entity(ctx, r.resource_name)
+                dyn = ctx.broker.dynamic_config
+                dyn.alter(entity, new_configs(r, dyn.stored(entity)), validate_only=bool(req.validate_only))
             else:
                 raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")
         except Exception as e:
@@ -156,10 +160,11 @@ def _incremental(r, current: dict[str, str]) -> dict[str, str]:
     names = [c.name for c in r.configs]
     if len(set(names)) != len(names):
         raise errors.InvalidRequestError("Error due to duplicate config keys")
+    known, what = (TOPIC_KEYS, "topic") if r.resource_type == TOPIC else (KEYS, "broker")
     for c in r.configs:
-        key = TOPIC_KEYS.get(c.name)
+        key = known.get(c.name)
         if key is None:
-            raise errors.InvalidConfigError(f"unknown topic configuration {c.name}")
+            raise errors.InvalidConfigError(f"unknown {what} configuration {c.name}")
         if c.config_operation == SET:
             current[c.name] = c.value
         elif c.config_operation == DELETE:
@@ -168,7 +173,7 @@ def _incremental(r, current: dict[str, str]) -> dict[str, str]:
             verb = "append" if c.config_operation == APPEND else "subtract"
             if key.type is not LIST:
                 raise errors.InvalidConfigError(f"Config value {verb} is not allowed for config key: {c.name}")
-            have = LIST(current.get(c.name, _fmt(key.default) or ""))
+            have = LIST(current.get(c.name, config_text(key.default) or ""))
             given = LIST(c.value or "")
             if c.config_operation == APPEND:
                 have += [v for v in given if v not in have]
