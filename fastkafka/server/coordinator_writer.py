@@ -36,36 +36,10 @@ from typing import Callable
 
 from fastkafka import errors
 
-from .partition import ACKS_ALL, Partition, acks_all_code, append_as_leader  # noqa: F401 (Partition: the example)
-from .purgatory import DelayedOperation
+from .delayed_partitions import wait_for_acks_all
+from .partition import ACKS_ALL, Partition, append_as_leader  # noqa: F401 (Partition: the example)
 
 __all__ = ["CoordinatorPartitionWriter"]
-
-_NOT_LEADER = errors.NotLeaderOrFollowerError.code
-_TIMED_OUT = errors.RequestTimedOutError.code
-
-
-class DelayedCoordinatorWrite(DelayedOperation):
-    """A coordinator's write waiting for its partition's high watermark to pass it."""
-
-    def __init__(self, timeout_ms: int, lg, part, required_offset: int,
-                 on_replicated: Callable[[int], None]):
-        super().__init__(timeout_ms)
-        self.lg, self.part, self.required_offset = lg, part, required_offset
-        self.epoch = part.leader_epoch
-        self.on_replicated = on_replicated
-
-    def _code(self) -> int | None:
-        if self.part.leader_epoch != self.epoch:
-            return _NOT_LEADER
-        return acks_all_code(self.lg, self.part, self.required_offset)
-
-    def try_complete(self) -> bool:
-        return self._code() is not None and self.force_complete()
-
-    def on_complete(self) -> None:
-        code = self._code()
-        self.on_replicated(_TIMED_OUT if code is None else code)
 
 
 class CoordinatorPartitionWriter:
@@ -85,11 +59,12 @@ class CoordinatorPartitionWriter:
         part = self.replicas.get(*key)
         if part is None:
             raise errors.NotLeaderOrFollowerError(f"{self.topic}-{partition}: this broker does not lead it")
-        info = append_as_leader(lg, part, batch, self.required_acks)
+        _, replication = append_as_leader(lg, part, batch, self.required_acks)
         if on_replicated is None:
             return
         if self.required_acks != ACKS_ALL:
             on_replicated(0)
             return
-        op = DelayedCoordinatorWrite(self.timeout_ms, lg, part, info.last_offset + 1, on_replicated)
-        self.replicas.produce_purgatory.try_complete_else_watch(op, [key])
+        fields = {}
+        wait_for_acks_all(self.timeout_ms, [(fields, replication)], lambda: on_replicated(fields["error_code"]),
+                          self.replicas.produce_purgatory)

@@ -30,7 +30,7 @@ from fastkafka import errors
 from .partition import acks_all_code
 from .purgatory import DelayedOperation
 
-__all__ = ["DelayedPartitions", "delayed_acks_all"]
+__all__ = ["DelayedPartitions", "wait_for_acks_all"]
 
 _TIMED_OUT = errors.RequestTimedOutError.code
 
@@ -58,13 +58,13 @@ class DelayedPartitions(DelayedOperation):
 
 
 def _acks_all(w) -> dict | None:
-    code = acks_all_code(*w)
+    code = acks_all_code(w)
     return None if code is None else {"error_code": code}
 
 
-def delayed_acks_all(timeout_ms: int, waiting, respond: Callable[[], None]) -> DelayedPartitions:
-    """Appends waiting for acks=all, each ``(fields, (log, partition state, offset to reach))``:
-    the error code once the high watermark passed the append (see ``acks_all_code``),
-    REQUEST_TIMED_OUT when the time is up. Watched in the replica manager's produce purgatory."""
-    return DelayedPartitions(timeout_ms, waiting, ready=_acks_all, expired=lambda w: {"error_code": _TIMED_OUT},
-                             respond=respond)
+def wait_for_acks_all(timeout_ms: int, waiting, respond: Callable[[], None], purgatory) -> None:
+    """Writes waiting for acks=all, each ``(fields, Replication)``: the error code once the high
+    watermark passed the write (see ``acks_all_code``), REQUEST_TIMED_OUT when the time is up.
+    Answers now or watches in ``purgatory`` (the replica manager's produce purgatory)."""
+    DelayedPartitions(timeout_ms, waiting, ready=_acks_all, expired=lambda w: {"error_code": _TIMED_OUT},
+                      respond=respond).wait_in(purgatory, [w.key for _, w in waiting])

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from typing import NamedTuple
 
 from fastkafka import errors
 
-__all__ = ["Partition", "LEADER", "FOLLOWER", "NONE", "ACKS_ALL", "append_as_leader", "acks_all_code"]
+__all__ = ["Partition", "LEADER", "FOLLOWER", "NONE", "ACKS_ALL", "Replication", "append_as_leader",
+           "acks_all_code"]
 
 NONE, LEADER, FOLLOWER = "none", "leader", "follower"
 ACKS_ALL = -1
@@ -41,25 +43,43 @@ _NOT_LEADER = errors.NotLeaderOrFollowerError.code
 _TOO_FEW_AFTER = errors.NotEnoughReplicasAfterAppendError.code
 
 
+class Replication(NamedTuple):
+    """What a leader's write waits on for acks=all: the high watermark of ``log`` reaching
+    ``required`` (the offset after the write) while ``part`` still leads in the ``epoch`` the
+    write was stamped with -- a leadership lost and won back meanwhile may have truncated it."""
+
+    log: object
+    part: "Partition"
+    required: int
+    epoch: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """The partition, as the purgatories watch it."""
+        return self.part.topic, self.part.partition
+
+
 def append_as_leader(lg, part, records, acks: int):
     """Append ``records`` to the leader's log ``lg`` of ``part`` in its leader epoch: what a
     produced batch and a coordinator's write share. NOT_LEADER_OR_FOLLOWER when this broker no
     longer leads; NOT_ENOUGH_REPLICAS before the append when acks=all and the ISR is smaller
-    than ``min.insync.replicas``. Returns the log's append info."""
+    than ``min.insync.replicas``. Returns the log's append info and its :class:`Replication`."""
     with part.leading() as epoch:
         if acks == ACKS_ALL and len(part.isr) < lg.config.min_insync_replicas:
             raise errors.NotEnoughReplicasError(
                 f"{part.topic}-{part.partition}: {len(part.isr)} in-sync replicas, min.insync.replicas is "
                 f"{lg.config.min_insync_replicas}")
-        return lg.append(records, leader_epoch=epoch)
+        info = lg.append(records, leader_epoch=epoch)
+    return info, Replication(lg, part, info.last_offset + 1, epoch)
 
 
-def acks_all_code(lg, part, required: int) -> int | None:
-    """The answer of a write waiting for acks=all until the high watermark reaches
-    ``required``, or None while it must wait."""
-    if part.role != LEADER or lg.deleted:
+def acks_all_code(w: Replication) -> int | None:
+    """The answer of a write waiting for acks=all (see :class:`Replication`), or None while it
+    must wait."""
+    lg, part = w.log, w.part
+    if part.role != LEADER or part.leader_epoch != w.epoch or lg.deleted:
         return _NOT_LEADER
-    if lg.high_watermark < required:
+    if lg.high_watermark < w.required:
         return None
     return 0 if len(part.isr) >= lg.config.min_insync_replicas else _TOO_FEW_AFTER
 

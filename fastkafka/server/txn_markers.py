@@ -15,6 +15,7 @@ import logging
 from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC
 
+from .partition import Replication
 from .topics import EMBEDDED_LEADER_EPOCH
 
 __all__ = ["write_marker", "LocalMarkerWriter"]
@@ -25,9 +26,9 @@ log = logging.getLogger("fastkafka.server")
 def write_marker(topics, replicas, groups, topic: str, partition: int, producer_id: int,
                  producer_epoch: int, coordinator_epoch: int, commit: bool):
     """Append the marker at this broker, which must lead the partition (raises a KafkaError).
-    In cluster mode returns what acks=all waits on, ``(log, partition state, offset to reach)``:
-    the coordinator counts a marker written once replicated, as Kafka's leader answers
-    WriteTxnMarkers; None on one broker."""
+    In cluster mode returns what acks=all waits on (the marker's Replication): the coordinator
+    counts a marker written once replicated, as Kafka's leader answers WriteTxnMarkers; None on
+    one broker."""
     lg = topics.log(topic, partition)
     part = None
     if replicas is None:
@@ -40,7 +41,7 @@ def write_marker(topics, replicas, groups, topic: str, partition: int, producer_
             info = lg.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch)
     if topic == OFFSETS_TOPIC and groups is not None:
         groups.complete_txn(producer_id, partition, commit)
-    return None if part is None else (lg, part, info.last_offset + 1)
+    return None if part is None else Replication(lg, part, info.last_offset + 1, leader_epoch)
 
 
 class LocalMarkerWriter:

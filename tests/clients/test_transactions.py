@@ -12,13 +12,13 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
 from brokers import free_port, running_broker, serve_process, wait_listening
+from ctp import WorkerProcess, check_exactly_once, committed_progress, terminate
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -29,7 +29,6 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 PARTS = 3          # partitions of the visibility topic
 PER = 10           # records per partition per transaction
 # A, its commit marker, B, its abort marker, C, its commit marker: per partition
@@ -448,59 +447,10 @@ class BrokerProcess:
 
     def stop(self):
         if self.proc is not None:
-            _terminate(self.proc)
+            terminate(self.proc)
 
     def report(self):
         return "".join(f"--- broker run {i}\n" + "".join(lines[-30:]) for i, lines in enumerate(self.logs))
-
-
-def _terminate(proc) -> None:
-    """SIGTERM, then SIGKILL if it has not exited within 20 s."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-
-
-class WorkerProcess:
-    def __init__(self, client, bootstrap, log_dir, txn_id):
-        self.cmd = [sys.executable, os.path.join(HERE, "txn_worker.py"), client, bootstrap, "ctp-in", "ctp-out",
-                    "ctp-group", txn_id, "--batch", str(BATCH), "--pause-ms", "20"]
-        self.log_dir = log_dir
-        self.runs = 0
-        self.exits = []      # exit codes of runs that ended without being killed by the test
-        self.proc = None
-
-    def start(self):
-        self.runs += 1
-        self.log = open(self.log_dir / f"worker-{self.runs}.log", "w")
-        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT)
-
-    def ensure_running(self):
-        if self.proc.poll() is not None:
-            self.exits.append(self.proc.returncode)
-            self.log.close()
-            self.start()
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self.log.close()
-        self.start()
-
-    def stop(self):
-        _terminate(self.proc)
-        self.log.close()
-
-    def report(self):
-        tail = []
-        for i in range(max(1, self.runs - 2), self.runs + 1):
-            text = (self.log_dir / f"worker-{i}.log").read_text().splitlines()
-            tail.append(f"--- worker run {i}\n" + "\n".join(text[-15:]))
-        return "\n".join(tail)
 
 
 def diagnose(bootstrap):
@@ -523,17 +473,6 @@ def diagnose(bootstrap):
     except Exception as e:   # the report must not hide the failure it explains
         lines.append(f"(diagnosis failed: {type(e).__name__}: {e})")
     return "\n".join(lines)
-
-
-def committed_progress(monitor):
-    """Sum of the group's committed input offsets, or None while the broker cannot answer."""
-    try:
-        tps = monitor.committed([TopicPartition("ctp-in", p) for p in range(CTP_PARTS)], timeout=2)
-    except KafkaException:
-        return None
-    if any(tp.error is not None for tp in tps):
-        return None
-    return {tp.partition: max(tp.offset, 0) for tp in tps}
 
 
 @pytest.mark.crash
@@ -566,7 +505,8 @@ def test_consume_transform_produce_exactly_once_through_broker_and_worker_kills(
         monitor = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ctp-group",
                             "isolation.level": "read_committed", "reconnect.backoff.max.ms": 300,
                             "metadata.recovery.strategy": "none"})   # see txn_worker.py
-        worker = WorkerProcess(client, broker.bootstrap, tmp_path, f"ctp-{client}")
+        worker = WorkerProcess([client, broker.bootstrap, "ctp-in", "ctp-out", "ctp-group", f"ctp-{client}",
+                                "--batch", str(BATCH), "--pause-ms", "20"], tmp_path)
         worker.start()
         kills = sorted([(rng.randrange(N_RECORDS // 20, N_RECORDS * 9 // 10), "broker")
                         for _ in range(BROKER_KILLS)]
@@ -584,7 +524,7 @@ def test_consume_transform_produce_exactly_once_through_broker_and_worker_kills(
             assert time.monotonic() < deadline, "no exactly-once finish in time: " + why()
             assert broker.proc.poll() is None, "broker died by itself: " + why()
             worker.ensure_running()
-            progress = committed_progress(monitor)
+            progress = committed_progress(monitor, "ctp-in", CTP_PARTS)
             total = sum(progress.values()) if progress else None
             if total is not None and kills and total >= kills[0][0]:
                 at, what = kills.pop(0)
@@ -603,23 +543,9 @@ def test_consume_transform_produce_exactly_once_through_broker_and_worker_kills(
         assert len(done) == BROKER_KILLS + WORKER_KILLS
         assert all(code in (3, 4, 5) for code in worker.exits), why()
 
-        # exactly once: every input id in the committed output, none twice, nothing else
         out = confluent_read(broker.bootstrap, "ctp-out", range(CTP_PARTS), "read_committed", timeout=30)
-        values = collections.Counter(v for rows in out.values() for _, v in rows)
-        dups = {v: n for v, n in values.items() if n > 1}
-        missing = [i for i in ids if b"out:" + i not in values]
-        assert not dups and not missing and len(values) == N_RECORDS, (
-            f"{len(dups)} duplicated (e.g. {list(dups.items())[:5]}), {len(missing)} missing "
-            f"(e.g. {missing[:5]}), {len(values)} distinct; " + why())
-        assert set(values) == {b"out:" + i for i in ids}
-        # the group's committed offsets are the input's end offsets
-        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ctp-group"})
-        ends = {p: c.get_watermark_offsets(TopicPartition("ctp-in", p), timeout=10)[1] for p in range(CTP_PARTS)}
-        committed = {tp.partition: tp.offset for tp in
-                     c.committed([TopicPartition("ctp-in", p) for p in range(CTP_PARTS)], timeout=10)}
-        c.close()
-        assert ends == in_ends
-        assert committed == in_ends, why()
+        check_exactly_once(broker.bootstrap, collections.Counter(v for rows in out.values() for _, v in rows), ids,
+                           "ctp-group", "ctp-in", in_ends, why)
         assert not any("Traceback" in line for lines in broker.logs for line in lines), broker.report()
     finally:
         if monitor is not None:

@@ -321,17 +321,28 @@ def test_zookeeper_ensemble_of_three_loses_its_leader(tmp_path):
         assert len(consume(cluster.bootstrap, "quorum", range(3), 15)) == 15
 
 
+def alter_config(port: int, resource_type: int, name: str, key: str, value: str | None) -> int:
+    """IncrementalAlterConfigs SET ``key`` (DELETE when ``value`` is None) through the broker on
+    ``port``; the error code."""
+    op = {"name": key, "config_operation": 0, "value": value} if value is not None else \
+        {"name": key, "config_operation": 1}
+    resp = raw_call(port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
+        "resource_type": resource_type, "resource_name": name, "configs": [op]}]})
+    return resp.responses[0].error_code
+
+
+def stored_config(cluster, path: str) -> dict:
+    data, _ = cluster.zk.get(path)
+    return dict(znodes.EntityConfig.decode(path, data).config)
+
+
 def test_cluster_wide_broker_config_altered_through_one_broker_applies_on_every_broker(cluster):
     """/config/brokers/<default> in Kafka's layout; each broker's topics without an override
     follow it through the watch; a broker's own resource is altered only at that broker."""
     create(cluster, "bcfg", 3)
     first = cluster.brokers[1]
-    resp = raw_call(first.port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
-        "resource_type": 4, "resource_name": "",
-        "configs": [{"name": "message.max.bytes", "config_operation": 0, "value": "300"}]}]})
-    assert resp.responses[0].error_code == 0
-    data, _ = cluster.zk.get(znodes.config_broker_path("<default>"))
-    assert znodes.EntityConfig.decode("/config/brokers/<default>", data).config == {"message.max.bytes": "300"}
+    assert alter_config(first.port, 4, "", "message.max.bytes", "300") == 0
+    assert stored_config(cluster, znodes.config_broker_path("<default>")) == {"message.max.bytes": "300"}
 
     def everyone_says():
         for b in cluster.brokers.values():
@@ -347,25 +358,17 @@ def test_cluster_wide_broker_config_altered_through_one_broker_applies_on_every_
         p.produce("bcfg", value=b"x" * 1000, partition=part, on_delivery=lambda err, m: errs.append(err))
     p.flush(15)
     assert len(errs) == 3 and all(e is not None and e.name() == "MSG_SIZE_TOO_LARGE" for e in errs), errs
-    resp = raw_call(first.port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
-        "resource_type": 4, "resource_name": "2",
-        "configs": [{"name": "message.max.bytes", "config_operation": 0, "value": "400"}]}]})
-    assert resp.responses[0].error_code == errors.InvalidRequestError.code
-    resp = raw_call(first.port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
-        "resource_type": 4, "resource_name": "", "configs": [{"name": "message.max.bytes", "config_operation": 1}]}]})
-    assert resp.responses[0].error_code == 0 and not cluster.zk.exists(znodes.config_broker_path("<default>"))
+    assert alter_config(first.port, 4, "2", "message.max.bytes", "400") == errors.InvalidRequestError.code
+    assert alter_config(first.port, 4, "", "message.max.bytes", None) == 0
+    assert not cluster.zk.exists(znodes.config_broker_path("<default>"))
 
 
 def test_topic_config_altered_through_one_broker_applies_on_the_leader(cluster):
     create(cluster, "cfg", 1)
     leader = cluster.state("cfg", 0).leader
     other = next(b for i, b in cluster.brokers.items() if i != leader)
-    resp = raw_call(other.port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [{
-        "resource_type": 2, "resource_name": "cfg",
-        "configs": [{"name": "max.message.bytes", "config_operation": 0, "value": "300"}]}]})
-    assert resp.responses[0].error_code == 0
-    data, _ = cluster.zk.get(znodes.config_topic_path("cfg"))
-    assert znodes.EntityConfig.decode("/config/topics/cfg", data).config == {"max.message.bytes": "300"}
+    assert alter_config(other.port, 2, "cfg", "max.message.bytes", "300") == 0
+    assert stored_config(cluster, znodes.config_topic_path("cfg")) == {"max.message.bytes": "300"}
 
     def leader_says():
         r = raw_call(cluster.brokers[leader].port, ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [

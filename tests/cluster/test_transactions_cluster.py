@@ -12,12 +12,11 @@ import collections
 import os
 import random
 import signal
-import subprocess
 import sys
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from fastkafka.coordinator import partition_for
@@ -26,6 +25,9 @@ from fastkafka.protocol import ApiKey
 
 from harness import Cluster, raw_call, wait_for
 from test_replication import create_replicated
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients"))
+from ctp import WorkerProcess, check_exactly_once, committed_progress  # noqa: E402
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
 
@@ -158,7 +160,6 @@ def test_the_coordinator_dies_mid_transaction(cluster, how):
 
 # ------------------------------------------------ consume-transform-produce through broker kills
 
-WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients", "txn_worker.py")
 CTP_IN, CTP_OUT, CTP_GROUP, CTP_TXN_ID = "ctp-in", "ctp-out", "ctp-group", "ctp-cluster"
 CTP_PARTS = 3           # partitions of the input and of the output topic (replication factor 3)
 CTP_RECORDS = 2000      # input records, each with a unique id
@@ -167,64 +168,6 @@ CTP_BROKER_KILLS = int(os.environ.get("TXN_BROKER_KILLS", 6))   # SIGKILLs of a 
 CTP_WORKER_KILLS = int(os.environ.get("TXN_WORKER_KILLS", 2))   # points of progress; and of the worker
 CTP_DEADLINE = 120      # seconds for the whole run to finish
 INTERNAL = ("__consumer_offsets", TRANSACTION_STATE_TOPIC)   # 6 partitions each (the harness's)
-
-
-class CtpWorker:
-    """txn_worker.py (confluent) as a subprocess, a log file per run (worker-<run>.log)."""
-
-    def __init__(self, bootstrap: str, log_dir):
-        self.cmd = [sys.executable, WORKER_SCRIPT, "confluent", bootstrap, CTP_IN, CTP_OUT, CTP_GROUP, CTP_TXN_ID,
-                    "--batch", str(CTP_BATCH), "--pause-ms", "20"]
-        self.log_dir = log_dir
-        self.runs = 0
-        self.exits: list[int] = []      # exit codes of the runs that ended without the test killing them
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.runs += 1
-        self.log = open(self.log_dir / f"worker-{self.runs}.log", "w")
-        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-    def ensure_running(self) -> None:
-        if self.proc.poll() is not None:
-            self.exits.append(self.proc.returncode)
-            self.log.close()
-            self.start()
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self.log.close()
-        self.start()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        if self.proc is not None:
-            self.log.close()
-
-    def report(self) -> str:
-        tail = []
-        for i in range(max(1, self.runs - 2), self.runs + 1):
-            text = (self.log_dir / f"worker-{i}.log").read_text().splitlines()
-            tail.append(f"--- worker run {i}\n" + "\n".join(text[-15:]))
-        return "\n".join(tail)
-
-
-def ctp_progress(monitor: Consumer) -> dict[int, int] | None:
-    """The group's committed input offsets, or None while the cluster cannot answer."""
-    try:
-        tps = monitor.committed([TopicPartition(CTP_IN, p) for p in range(CTP_PARTS)], timeout=2)
-    except KafkaException:
-        return None
-    if any(tp.error is not None for tp in tps):
-        return None
-    return {tp.partition: max(tp.offset, 0) for tp in tps}
 
 
 def group_coordinator(cluster) -> int:
@@ -314,7 +257,8 @@ def ctp_through_broker_kills(cluster, tmp_path) -> None:
     monitor = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": CTP_GROUP,
                         "isolation.level": "read_committed", "reconnect.backoff.max.ms": 300,
                         "metadata.recovery.strategy": "none"})   # see txn_worker.py
-    worker = CtpWorker(cluster.bootstrap, tmp_path)
+    worker = WorkerProcess(["confluent", cluster.bootstrap, CTP_IN, CTP_OUT, CTP_GROUP, CTP_TXN_ID,
+                            "--batch", str(CTP_BATCH), "--pause-ms", "20"], tmp_path)
     worker.start()
     def points(n: int) -> list[int]:      # kill points: sums of the group's committed offsets
         return [rng.randrange(CTP_RECORDS // 20, CTP_RECORDS * 9 // 10) for _ in range(n)]
@@ -364,7 +308,7 @@ def ctp_through_broker_kills(cluster, tmp_path) -> None:
             for i, b in cluster.brokers.items():
                 assert b.alive(), f"broker {i} died by itself: " + why()
             worker.ensure_running()
-            progress = ctp_progress(monitor)
+            progress = committed_progress(monitor, CTP_IN, CTP_PARTS)
             total = sum(progress.values()) if progress else None
             if total is not None and kills and total >= kills[0][0]:
                 if kills[0][1] == "broker":   # one broker down at a time: the last one is back in sync
@@ -387,23 +331,9 @@ def ctp_through_broker_kills(cluster, tmp_path) -> None:
         assert len(done) == CTP_BROKER_KILLS + CTP_WORKER_KILLS
         assert all(code in (3, 4, 5) for code in worker.exits), why()
 
-        # exactly once: every input id in the committed output, none twice, nothing else
         out = read_topic(cluster.bootstrap, CTP_OUT, "read_committed", CTP_PARTS)
-        values = collections.Counter(v for rows in out.values() for v in rows)
-        dups = {v: n for v, n in values.items() if n > 1}
-        missing = [i for i in ids if b"out:" + i not in values]
-        assert not dups and not missing and len(values) == CTP_RECORDS, (
-            f"{len(dups)} duplicated (e.g. {list(dups.items())[:5]}), {len(missing)} missing "
-            f"(e.g. {missing[:5]}), {len(values)} distinct; " + why())
-        assert set(values) == {b"out:" + i for i in ids}
-        # the group's committed offsets are the input's end offsets
-        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": CTP_GROUP})
-        ends = {p: c.get_watermark_offsets(TopicPartition(CTP_IN, p), timeout=10)[1] for p in range(CTP_PARTS)}
-        committed = {tp.partition: tp.offset for tp in
-                     c.committed([TopicPartition(CTP_IN, p) for p in range(CTP_PARTS)], timeout=10)}
-        c.close()
-        assert ends == in_ends, why()
-        assert committed == in_ends, why()
+        check_exactly_once(cluster.bootstrap, collections.Counter(v for rows in out.values() for v in rows), ids,
+                           CTP_GROUP, CTP_IN, in_ends, why)
     finally:
         monitor.close()
         worker.stop()

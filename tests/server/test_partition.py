@@ -8,7 +8,7 @@ import pytest
 from fastkafka import errors
 from fastkafka.log import Log
 from fastkafka.records import build_batch
-from fastkafka.server.partition import FOLLOWER, LEADER, Partition, append_as_leader
+from fastkafka.server.partition import FOLLOWER, LEADER, Partition, acks_all_code, append_as_leader
 
 
 def append(lg, n: int) -> None:
@@ -128,3 +128,18 @@ def test_a_role_change_waits_for_a_leader_append_in_progress(tmp_path):
     with pytest.raises(errors.NotLeaderOrFollowerError):
         append_as_leader(p.log, p, bytearray(build_batch([(b"k", b"v", [], 1)])), acks=1)
     assert p.log.log_end_offset == 3
+
+
+def test_an_acks_all_write_fails_once_leadership_moved_on_even_if_it_came_back(tmp_path):
+    """A write waits in the epoch it was stamped with: won back in a later epoch, the log may have
+    been truncated below it, so the high watermark passing its offset acknowledges nothing."""
+    p = leader(tmp_path, isr=(1, 2))
+    info, w = append_as_leader(p.log, p, bytearray(build_batch([(b"k", b"v", [], 1)] * 2)), acks=-1)
+    assert (w.required, w.epoch, w.key) == (info.last_offset + 1, 5, ("t", 0)) and acks_all_code(w) is None
+    p.become_leader(epoch=7, replicas=(1, 2, 3), isr=(1, 2), version=1, now=0)
+    p.follower_fetched(2, 2, now=1)
+    assert p.log.high_watermark == 2
+    assert acks_all_code(w) == errors.NotLeaderOrFollowerError.code
+    _, w7 = append_as_leader(p.log, p, bytearray(build_batch([(b"k", b"v", [], 1)])), acks=-1)
+    p.follower_fetched(2, 3, now=2)
+    assert acks_all_code(w7) == 0

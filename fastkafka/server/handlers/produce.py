@@ -24,7 +24,7 @@ from fastkafka import errors
 from fastkafka.records import magic_of
 
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, AclOperation
-from ..delayed_partitions import delayed_acks_all
+from ..delayed_partitions import wait_for_acks_all
 from ..dispatch import DELAYED
 from ..partition import ACKS_ALL, append_as_leader
 from ..topics import EMBEDDED_LEADER_EPOCH
@@ -41,7 +41,7 @@ _TXN_DENIED = errors.TransactionalIdAuthorizationFailedError.code
 
 def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     """(error_code, base_offset, log_append_time, log_start_offset, waiting) for one partition;
-    ``waiting`` is ``(log, partition state, offset to reach)`` when acks=all must wait."""
+    ``waiting`` is the append's Replication when acks=all must wait."""
     lg = ctx.broker.topics.log(topic, partition)
     part = replicas.get(topic, partition) if replicas is not None else None
     if records is None:
@@ -57,10 +57,8 @@ def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     if part is None:
         info = lg.append(records, leader_epoch=EMBEDDED_LEADER_EPOCH)
         return 0, info.base_offset, info.log_append_time, info.log_start_offset, None
-    info = append_as_leader(lg, part, records, acks)
-    waiting = None
-    if acks == ACKS_ALL and lg.high_watermark <= info.last_offset:
-        waiting = (lg, part, info.last_offset + 1)
+    info, replication = append_as_leader(lg, part, records, acks)
+    waiting = replication if acks == ACKS_ALL and lg.high_watermark <= info.last_offset else None
     return 0, info.base_offset, info.log_append_time, info.log_start_offset, waiting
 
 
@@ -103,7 +101,7 @@ def handle_produce(ctx, req):
     if acks == 0:
         return None
     if waiting:
-        delayed_acks_all(req.timeout_ms, waiting, lambda: ctx.send(_response(ctx, results))).wait_in(
-            replicas.produce_purgatory, [(w[1].topic, w[1].partition) for _, w in waiting])
+        wait_for_acks_all(req.timeout_ms, waiting, lambda: ctx.send(_response(ctx, results)),
+                          replicas.produce_purgatory)
         return DELAYED
     return _response(ctx, results)

@@ -27,7 +27,7 @@ from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
 
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, AclOperation
-from ..delayed_partitions import delayed_acks_all
+from ..delayed_partitions import wait_for_acks_all
 from ..dispatch import DELAYED
 from ..txn_markers import write_marker
 from .authorization import require_cluster, require_group, require_transactional_id
@@ -166,8 +166,8 @@ def handle_write_txn_markers(ctx, req):
             cls.Markers.Topics(name=name, partitions=[cls.Markers.Topics.Partitions(**kw) for kw in parts])
             for name, parts in topics]) for pid, topics in markers])
     if waiting:
-        delayed_acks_all(broker.config["request.timeout.ms"], waiting, lambda: ctx.send(response())).wait_in(
-            broker.replicas.produce_purgatory, [(w[1].topic, w[1].partition) for _, w in waiting])
+        wait_for_acks_all(broker.config["request.timeout.ms"], waiting, lambda: ctx.send(response()),
+                          broker.replicas.produce_purgatory)
         return DELAYED
     return response()
 
