@@ -90,14 +90,17 @@ class BrokerProc:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def sees(self) -> set[int]:
-        """The broker ids this broker's Metadata answers (its own view of /brokers/ids, which
-        follows ZooKeeper by a watch: CreateTopics checks a replication factor against it)."""
+    def sees(self, ids: set[int]) -> bool:
+        """Whether this broker's Metadata lists exactly the brokers ``ids`` and names a controller
+        among them: its own views of /brokers/ids and /controller, which follow ZooKeeper by
+        watches. CreateTopics checks a replication factor against the first; admin clients send
+        CreateTopics to the second (librdkafka's, told "no controller", waits without asking
+        again until its request times out)."""
         try:
             answer = raw_call(self.port, ApiKey.METADATA, 1, {"topics": []}, self.host)
         except OSError:
-            return set()
-        return {n.node_id for n in answer.brokers}
+            return False
+        return {n.node_id for n in answer.brokers} == ids and answer.controller_id in ids
 
     def start(self) -> "BrokerProc":
         args = [sys.executable, "-m", "fastkafka", "serve"]
@@ -178,7 +181,7 @@ class Cluster(StartStop):
                 b = self.brokers.get(i)
                 if b is not None and b.proc is not None and not b.alive():
                     raise RuntimeError(f"broker {i} exited: {b.output()[-3000:]}")
-            return self.registered() == ids and all(self.brokers[i].sees() == ids for i in ids if i in self.brokers)
+            return self.registered() == ids and all(self.brokers[i].sees(ids) for i in ids if i in self.brokers)
         wait_for(ok, timeout, what=f"brokers {sorted(ids)} registered and seen by each other "
                                    f"(have {sorted(self.registered())})")
 

@@ -8,7 +8,6 @@ import pytest
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    NewTopic, ResourcePatternType, ResourceType)
 
-from fastkafka.cluster import znodes
 
 from brokers import free_port
 from harness import BrokerProc, wait_for, zk_client
@@ -47,8 +46,8 @@ def test_acls_live_in_zookeeper(ensemble, tmp_path, request):
             "super.users": "User:ANONYMOUS"}).start()
     zk = zk_client(connect)
     try:
-        wait_for(lambda: zk.exists(znodes.BROKER_IDS) and len(zk.get_children(znodes.BROKER_IDS)) == 2,
-                 timeout=30, what="both brokers registered")
+        wait_for(lambda: all(procs[i].sees({1, 2}) for i in (1, 2)), timeout=30,
+                 what="both brokers registered, seen by each with a controller")
         via_1 = AdminClient({"bootstrap.servers": procs[1].bootstrap})
         for f in via_1.create_topics([NewTopic(t, 2, 1) for t in ("orders", "pay-eu", "secret")]).values():
             f.result(20)

@@ -68,7 +68,7 @@ def test_followers_fetch_over_a_secure_inter_broker_listener(ensemble, tmp_path,
         wait_for(lambda: zk.exists(znodes.BROKER_IDS) and len(zk.get_children(znodes.BROKER_IDS)) == 2,
                  timeout=30, what="both brokers registered")
         # CreateTopics counts the brokers broker 1 knows of (a ZooKeeper watch, maybe behind)
-        wait_for(lambda: procs[1].sees() == {1, 2}, timeout=30, what="broker 1 seeing both brokers")
+        wait_for(lambda: procs[1].sees({1, 2}), timeout=30, what="broker 1 seeing both brokers")
         admin = AdminClient({"bootstrap.servers": procs[1].bootstrap})
         admin.create_topics([NewTopic("replicated", 2, 2, config={"min.insync.replicas": "2"})])[
             "replicated"].result(20)
