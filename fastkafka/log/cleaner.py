@@ -17,14 +17,19 @@ One pass over a log:
    tombstones (null value) are dropped once their segment is older than ``delete.retention.ms``.
    Offsets never change: a batch keeps its base offset, producer id, epoch, base sequence,
    lastOffsetDelta, attributes and codec; untouched batches are copied byte for byte, control
-   batches (transaction markers) always kept. The records of aborted transactions (found in
-   the segments' transaction indexes) are dropped and never enter the key map, so they cannot
-   shadow a committed record of the same key (unlike Kafka, markers are never removed). A batch
-   left with no record is dropped, except the last data batch of its producer in the whole log
-   (per the log's producer state, active segment included; never a marker): it stays as an
-   empty batch (61 bytes, recordCount 0) so the producer state rebuilt from the log still sees
-   the producer's last sequence and epoch, as Kafka retains it. A one-segment group in which
-   nothing changed is not rewritten.
+   batches copied whole. The records of aborted transactions (found in the segments'
+   transaction indexes) are dropped and never enter the key map, so they cannot shadow a
+   committed record of the same key. A transaction marker goes like a tombstone (once its
+   segment is older than ``delete.retention.ms``) when no batch of its transaction is left:
+   a COMMIT when the pass met no batch of its transaction, an ABORT when the pass met none of
+   its aborted batches (they are dropped in the pass that meets them, so their marker goes in a
+   later one; its ``.txnindex`` entry goes with it), as Kafka's cleaner does. A marker that may
+   be its producer's newest batch (an active producer with no data batch after it) stays: it
+   carries the epoch that fences the producer. A batch left with no record is dropped, except
+   the last data batch of its producer in the whole log (per the log's producer state, active
+   segment included; never a marker): it stays as an empty batch (61 bytes, recordCount 0) so
+   the producer state rebuilt from the log still sees the producer's last sequence and epoch,
+   as Kafka retains it. A one-segment group in which nothing changed is not rewritten.
 4. Swap (cleaner_swap.replace_group): the group's segments are replaced by the cleaned one in the
    copy-on-write list, atomically for readers (old snapshots keep the old, pinned files) and for
    crashes (recovery restores the whole group or completes the replacement). The merged segment
@@ -161,6 +166,7 @@ class LogCleaner:
         aborted = _AbortedRanges(log.collect_aborted_transactions(
             cleanable[0].base_offset, _segment_end(cleanable[-1], log)))
         key_map, map_end = self._build_map(dirty, log, aborted)
+        markers = _MarkerCleaning(aborted, last_batches, {p.producer_id for p in log.describe_producers()})
         if not key_map:
             return False
         horizon = now - cfg.delete_retention_ms
@@ -168,7 +174,7 @@ class LogCleaner:
         ends = [s.base_offset for s in below[1:]] + [_segment_end(below[-1], log)]
         infos = [segment_info(s, e) for s, e in zip(below, ends)]
         for group in group_segments(infos, cfg.segment_bytes, cfg.segment_index_bytes):
-            self._clean_group(log, [below[i] for i in group], key_map, horizon, last_batches, aborted)
+            self._clean_group(log, [below[i] for i in group], key_map, horizon, last_batches, markers)
         self._set_first_dirty_offset(log, map_end)
         return True
 
@@ -187,14 +193,14 @@ class LogCleaner:
         return key_map, end
 
     def _clean_group(self, log, group: list[LogSegment], key_map: dict, horizon: int,
-                     last_batches: dict[int, int], aborted: "_AbortedRanges") -> None:
+                     last_batches: dict[int, int], markers: "_MarkerCleaning") -> None:
         """Rewrite ``group`` into one cleaned segment and swap it in; a lone segment in which
         nothing changed is left alone. One segment's output is in memory at a time."""
         out: CleanedFile | None = None
         try:
             for seg in group:
                 data, changed = _clean_segment(seg, key_map, seg.largest_timestamp() < horizon,
-                                               last_batches, aborted)
+                                               last_batches, markers)
                 if out is None and (changed or len(group) > 1):
                     out = CleanedFile(group[0])
                 if out is not None:
@@ -206,28 +212,33 @@ class LogCleaner:
             if out is not None:
                 out.discard()
             raise
-        new = replace_group(log, group, path)
+        kept = [e for s in group for e in s.txn_index.entries() if not markers.removed(e)]
+        new = replace_group(log, group, path, kept)
         if new is not None:
             new.offset_index()        # rebuild the indexes now rather than in a reader's fetch
 
 
-def _clean_segment(seg: LogSegment, key_map: dict, drop_tombstones: bool,
-                   last_batches: dict[int, int], aborted: "_AbortedRanges") -> tuple[bytearray, bool]:
-    """The segment's batches after compaction, and whether anything changed."""
+def _clean_segment(seg: LogSegment, key_map: dict, past_horizon: bool,
+                   last_batches: dict[int, int], markers: "_MarkerCleaning") -> tuple[bytearray, bool]:
+    """The segment's batches after compaction, and whether anything changed. ``past_horizon``:
+    the segment is older than ``delete.retention.ms`` (tombstones and spent markers go)."""
     out = bytearray()
     changed = False
     data = seg.file().read(0, seg.size)
     for b in _records.iter_batches(data, check_crc=False):
         if b.is_control:
-            out += b.buffer
+            if markers.on_marker(b, past_horizon):
+                changed = True
+            else:
+                out += b.buffer
             continue
         recs = b.records()
-        if aborted.holds(b.header):
+        if markers.on_data(b.header):
             kept = []              # an aborted transaction's records: no consumer may see them
         else:
             kept = [r for r in recs
                     if r.key is not None and key_map.get(_key_hash(r.key), -1) <= r.offset
-                    and not (drop_tombstones and r.value is None)]
+                    and not (past_horizon and r.value is None)]
         if len(kept) == len(recs):
             out += b.buffer
             continue
@@ -288,12 +299,60 @@ class _AbortedRanges:
         for r in self._ranges.values():
             r.sort()
 
-    def holds(self, h) -> bool:
-        """Is the batch with header ``h`` part of an aborted transaction?"""
+    def marker_of(self, h) -> int | None:
+        """The marker offset of the aborted transaction holding the batch with header ``h``, or
+        None when the batch is not part of one."""
         if not h.is_transactional or not self._ranges:
-            return False
+            return None
         ranges = self._ranges.get(h.producer_id)
         if not ranges:
-            return False
+            return None
         i = bisect_right(ranges, (h.base_offset, 1 << 63)) - 1
-        return i >= 0 and ranges[i][0] <= h.base_offset <= ranges[i][1]
+        return ranges[i][1] if i >= 0 and ranges[i][0] <= h.base_offset <= ranges[i][1] else None
+
+    def holds(self, h) -> bool:
+        """Is the batch with header ``h`` part of an aborted transaction?"""
+        return self.marker_of(h) is not None
+
+
+class _MarkerCleaning:
+    """One pass's walk of transactions, in offset order over the cleaned segments (Kafka's
+    CleanedTransactionMetadata): which markers have no batch of their transaction left."""
+
+    def __init__(self, aborted: _AbortedRanges, last_batches: dict[int, int], active: set[int]):
+        self._aborted = aborted
+        self._last_batches, self._active = last_batches, active
+        self._committing: set[int] = set()               # producers with a batch met since their last marker
+        self._aborted_met: set[tuple[int, int]] = set()  # (producer, marker offset) of aborted batches met
+        self._removed: set[tuple[int, int]] = set()      # (producer, marker offset) of removed ABORTs
+
+    def on_data(self, h) -> bool:
+        """Note a data batch; True when it belongs to an aborted transaction (its records go)."""
+        if not h.is_transactional:
+            return False
+        end = self._aborted.marker_of(h)
+        if end is None:
+            self._committing.add(h.producer_id)
+            return False
+        self._aborted_met.add((h.producer_id, end))
+        return True
+
+    def on_marker(self, b, past_horizon: bool) -> bool:
+        """Note a control batch; True when it is removed."""
+        h = b.header
+        pid = h.producer_id
+        met = pid in self._committing
+        self._committing.discard(pid)
+        kind = _records.end_txn_marker(b)
+        if kind is not None and not kind[0]:
+            met = (pid, h.base_offset) in self._aborted_met
+        newest = pid in self._active and self._last_batches.get(pid, -1) < h.base_offset
+        if met or not past_horizon or newest:
+            return False
+        if kind is not None and not kind[0]:
+            self._removed.add((pid, h.base_offset))
+        return True
+
+    def removed(self, entry: AbortedTxn) -> bool:
+        """Was the marker of this ``.txnindex`` entry removed?"""
+        return (entry.producer_id, entry.last_offset) in self._removed

@@ -10,7 +10,7 @@ Sizes are the segments' sizes before cleaning, so a group always fits once clean
 The swap of a group ``[F, S1 .. Sn]`` whose cleaned bytes are in ``F.log.cleaned`` (fsync'ed):
 
 1. each ``Si.log`` is renamed ``Si.log.replaced``; the group's aborted transactions (their
-   ``.txnindex`` entries, in order; compaction keeps them all) are written to
+   ``.txnindex`` entries, in order, but those whose marker compaction removed) are written to
    ``F.txnindex.cleaned``, fsync'ed and renamed ``F.txnindex.swap``; the directory is fsync'ed;
 2. ``F.log.cleaned`` is renamed ``F.log.swap`` and the directory fsync'ed -- the commit point;
 3. the ``.replaced`` files and the group's index files are deleted (the ``Si.txnindex`` too);
@@ -47,7 +47,7 @@ from typing import NamedTuple, Sequence
 from .._core.segment import SegmentFile
 from .files import REPLACED_SUFFIX, fsync_dir
 from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
-from .txn_index import write_entries
+from .txn_index import AbortedTxn, write_entries
 
 MAX_RELATIVE_OFFSET = (1 << 31) - 1
 _OFFSET_ENTRY_BYTES = 8
@@ -133,10 +133,12 @@ def _step(name: str) -> None:
     """Called after each file operation of the swap; crash tests replace it to stop there."""
 
 
-def replace_group(log, old: list[LogSegment], cleaned: str) -> LogSegment | None:
+def replace_group(log, old: list[LogSegment], cleaned: str,
+                  aborted: list[AbortedTxn] | None = None) -> LogSegment | None:
     """Swap the consecutive segments ``old`` of ``log`` for the finished cleaned file ``cleaned``
-    (see the module docstring for the order); returns the new segment, or None when retention or
-    truncation changed the group meanwhile (the cleaned file is dropped). Takes the Log's lock."""
+    (see the module docstring for the order) whose aborted transactions are ``aborted`` (default:
+    all of ``old``'s); returns the new segment, or None when retention or truncation changed the
+    group meanwhile (the cleaned file is dropped). Takes the Log's lock."""
     first, rest = old[0], old[1:]
     _step("cleaned")
     with log.lock:
@@ -147,7 +149,8 @@ def replace_group(log, old: list[LogSegment], cleaned: str) -> LogSegment | None
             return None
         for s in old:
             s.pin()
-        aborted = [e for s in old for e in s.txn_index.entries()]
+        if aborted is None:
+            aborted = [e for s in old for e in s.txn_index.entries()]
         txn_swap = first.txn_index.path + SWAP_SUFFIX
         renamed = []
         try:

@@ -567,6 +567,49 @@ def test_compaction_keeps_markers_and_drops_aborted_records(make_log, clock):
     log.close()
 
 
+def test_spent_markers_go_like_tombstones_once_their_transaction_is_gone(make_log, clock):
+    """Kafka's rule: an ABORT goes in a pass after the one that dropped its records, a COMMIT once
+    no batch of its transaction is left, each only past delete.retention.ms, and never the marker
+    that may be its producer's newest batch (it carries the fencing epoch)."""
+    log = compacted(make_log)
+    log.append(txn(1, 0, keys=[b"a", b"b"]))                    # 0-1 aborted
+    marker(log, 1, commit=False)                                # 2
+    log.append(txn(1, 2, keys=[b"c"]))                          # 3 committed, overwritten at 7
+    marker(log, 1, commit=True)                                 # 4
+    log.append(txn(1, 3, keys=[b"d"]))                          # 5 committed, stays
+    marker(log, 1, commit=True)                                 # 6
+    log.append(batch(1, key=b"c"))                              # 7
+    marker(log, 3, commit=False)                                # 8: producer 3's only batch
+    log.roll()
+    log.append(batch(1, key=b"tail"))
+
+    def controls():
+        return [(b.base_offset, end_txn_marker(b)) for b in all_batches(log) if b.is_control]
+
+    assert LogCleaner(clock=clock).clean(log, force=True)      # markers are younger than the horizon
+    assert controls() == [(2, (False, 0)), (4, (True, 0)), (6, (True, 0)), (8, (False, 0))]
+    assert log.aborted_transactions(0, log.log_end_offset) == [(1, 0)]
+    clock.advance(log.config.delete_retention_ms + 1)
+    log.append(batch(1, key=b"tail"))                           # dirty data for a second pass
+    log.roll()
+    log.append(batch(1, key=b"end"))
+    assert LogCleaner(clock=clock).clean(log, force=True)
+    assert controls() == [(6, (True, 0)), (8, (False, 0))]      # 5 is 6's transaction's batch
+    assert log.aborted_transactions(0, log.log_end_offset) == []
+    data = {r.key: r.offset for b in all_batches(log) if not b.is_control for r in b.records()}
+    assert data == {b"c": 7, b"d": 5, b"tail": 10, b"end": 11}
+    expected = (log.last_stable_offset, ongoing(log), txn_index_bytes(log.dir))
+    assert expected[:2] == (log.log_end_offset, {})
+    log.close()
+    for name in os.listdir(log.dir):                            # rebuild the producer state from the log
+        if name.endswith(".snapshot"):
+            os.unlink(os.path.join(log.dir, name))
+    again = make_log(dirname="c-0", clean_shutdown=False, cleanup_policy=("compact",),
+                     min_cleanable_dirty_ratio=0.0)
+    assert (again.last_stable_offset, ongoing(again), txn_index_bytes(again.dir)) == expected
+    again.close()
+
+
 def test_compaction_never_cleans_past_the_last_stable_offset(make_log, clock):
     log = compacted(make_log)
     log.append(batch(1, key=b"a"))                              # 0
