@@ -140,6 +140,11 @@ define("max.connections.per.ip", INT, INT_MAX, at_least(0), "Connections one cli
 define("max.connections.per.ip.overrides", LIST, "", None, "host:count pairs overriding "
        "max.connections.per.ip for those addresses.")
 define("connections.max.idle.ms", LONG, 600_000, at_least(1), "Close connections idle this long.")
+define("metrics.port", INT, None, between(0, 65535), "Serve Prometheus metrics over HTTP on this port "
+       "(GET /metrics; 0: an ephemeral port); unset (the default) serves none. Needs the metrics extra: "
+       "pip install 'fastkafka[metrics]'.")
+define("metrics.host", STRING, None, None, "Interface the metrics port listens on; defaults to the first "
+       "listener's host (an empty host there, or here, means every interface).")
 define("auto.create.topics.enable", BOOLEAN, True, None, "Create unknown topics on Metadata requests "
        "that allow it.")
 define("num.partitions", INT, 1, at_least(1), "Partitions of auto-created topics.")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 import uuid
 from bisect import bisect_right
 from typing import Callable, NamedTuple
@@ -147,7 +148,8 @@ class Log(TransactionalLog, LogTruncation):
             min(max(high_watermark, st.log_start_offset), st.next_offset)
         st.unflushed_messages = 0
         st.first_unflushed_ms = self.clock()   # append time of the oldest unflushed message
-        self.flush_count = 0
+        self.flush_count = 0        # flushes done and their fdatasync time: the broker's metrics read them
+        self.flush_seconds = 0.0
         self._load_producer_state(rebuild_index=True)   # idempotence, transactions (transactions.py)
         self.leader_epochs = LeaderEpochCache(self.dir, st.next_offset)   # replication (issue 14)
         self._segments.active.attach_appender(st)
@@ -427,6 +429,7 @@ class Log(TransactionalLog, LogTruncation):
             todo = [s for s in segs[first:] if s.base_offset < upto]
             if upto == self._st.next_offset:
                 self._st.unflushed_messages = 0
+        started = time.monotonic()
         try:
             for s in todo:
                 s.flush()
@@ -434,6 +437,7 @@ class Log(TransactionalLog, LogTruncation):
             raise errors.KafkaStorageError(f"flush of {self.dir} failed: {e}") from e
         with self._lock:
             self.flush_count += 1
+            self.flush_seconds += time.monotonic() - started
             self.recovery_point = max(self.recovery_point, upto)
 
     def flush_if_due(self, now: int | None = None) -> bool:

@@ -41,6 +41,7 @@ from .dispatch import Dispatcher
 from .dynamic_config import DynamicBrokerConfig
 from .handlers import HANDLERS, advertised_apis
 from .listener_security import ListenerSecurity, SecurityConfigError, inter_broker_security, listener_security
+from .metrics import BrokerMetrics
 from .purgatory import Purgatory
 from .quotas import ClientQuotas
 from .request_channel import RequestChannel
@@ -86,6 +87,8 @@ class Broker:
         self.listener_security: dict[str, ListenerSecurity] = {}   # per listener name, from startup
         self.authorizer: Authorizer | None = None   # authorizer.class.name set: ACLs decide every request
         self.quotas: ClientQuotas | None = None     # client quotas, charged by the dispatcher
+        self.metrics: BrokerMetrics | None = None   # metrics.port set: what the request path counts
+        self._metrics_exporter = None               # metrics_export.MetricsExporter: the HTTP endpoint
         self._channel: RequestChannel | None = None
         self._dispatcher: Dispatcher | None = None
         self._stopped = threading.Event()
@@ -117,8 +120,11 @@ class Broker:
         # client quotas follow the metadata store, which exists once requests arrive
         self.quotas = ClientQuotas.from_config(cfg, lambda: self.metadata)
         # cluster mode: the transaction coordinator's requests wait on other brokers (Dispatcher)
+        if cfg["metrics.port"] is not None:
+            self._metrics_exporter = self._metrics_endpoint(listeners[0][1])   # library missing: fails here
         self._dispatcher = dispatcher = Dispatcher(self, HANDLERS, self.advertised, self.quotas,
-                                                   waiting_threads=4 if cfg["zookeeper.connect"] else 0)
+                                                   waiting_threads=4 if cfg["zookeeper.connect"] else 0,
+                                                   metrics=self.metrics)
         self._channel = RequestChannel(dispatcher.handle, cfg["num.io.threads"])
         try:
             self.socket_server = SocketServer(
@@ -132,6 +138,8 @@ class Broker:
         except ListenerError as e:
             raise BrokerStartupError(str(e)) from None
         try:
+            if self._metrics_exporter is not None:
+                self._start_metrics()    # a busy metrics port fails fast too
             if cfg["zookeeper.connect"]:
                 self._join_cluster()  # fails fast: ZooKeeper unreachable, broker.id in use
             try:
@@ -158,6 +166,8 @@ class Broker:
                 self._register()
         except BaseException:
             self.socket_server.shutdown(0.1)
+            if self._metrics_exporter is not None:
+                self._metrics_exporter.stop()
             if self.replicas is not None:
                 self.replicas.stop()
             if self.cluster is not None:
@@ -202,7 +212,35 @@ class Broker:
         self._channel.shutdown(timeout)
         self._dispatcher.shutdown(timeout)
         self.logs.shutdown()
+        if self._metrics_exporter is not None:
+            self._metrics_exporter.stop()
         log.info("broker %d stopped", self.broker_id)
+
+    # --- metrics (metrics.port) ---
+    def _metrics_endpoint(self, listener_host: str):
+        """The metrics endpoint, not yet listening. It binds ``metrics.host``, else the first
+        listener's host (a loopback broker does not publish its metrics to the network); an
+        empty host means every interface."""
+        from .metrics_export import MetricsError, MetricsExporter   # noqa: PLC0415 (needs prometheus_client)
+        cfg = self.config
+        host = cfg["metrics.host"] if cfg["metrics.host"] is not None else listener_host
+        self.metrics = BrokerMetrics()
+        try:
+            return MetricsExporter(self, self.metrics, host or "0.0.0.0", cfg["metrics.port"])
+        except MetricsError as e:
+            raise BrokerStartupError(str(e)) from None
+
+    def _start_metrics(self) -> None:
+        from .metrics_export import MetricsError   # noqa: PLC0415
+        try:
+            self._metrics_exporter.start()
+        except MetricsError as e:
+            raise BrokerStartupError(str(e)) from None
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The metrics endpoint's bound port (None: metrics.port unset)."""
+        return None if self._metrics_exporter is None else self._metrics_exporter.port
 
     # --- cluster mode ---
     def _join_cluster(self) -> None:

@@ -37,6 +37,7 @@ from fastkafka import protocol as P
 from fastkafka.security import AuthenticationFailed
 
 from .authorizer import CLUSTER_NAME, NOT_REQUESTED, AclOperation, ResourceType, every_operation
+from .metrics import BrokerMetrics
 from .quotas import ClientQuotas
 from .request_channel import RequestChannel
 
@@ -56,7 +57,8 @@ _SASL_APIS = frozenset((P.ApiKey.API_VERSIONS, P.ApiKey.SASL_HANDSHAKE, P.ApiKey
 class RequestContext:
     """What a handler knows about its request besides the body. ``send`` may be called from any thread."""
 
-    __slots__ = ("request", "header", "codec", "broker", "received", "session", "quota")
+    __slots__ = ("request", "header", "codec", "broker", "received", "session", "quota", "metrics", "started",
+                 "returned")
 
     def __init__(self, request, header: P.RequestHeader, codec: P.Codec, broker):
         self.request = request
@@ -66,6 +68,8 @@ class RequestContext:
         self.received = request.received
         self.session = request.session   # who the client is (listener_security.Session)
         self.quota = None                # quotas.RequestQuota while client quotas apply
+        self.metrics = None              # metrics.BrokerMetrics while metrics.port is set
+        self.started = self.returned = 0.0   # handler called / returned (time.monotonic), for metrics
 
     @property
     def version(self) -> int:
@@ -114,6 +118,8 @@ class RequestContext:
     def send(self, response) -> None:
         """Encode ``response`` and queue it on the connection (or nothing for ``None``);
         under a client quota, charged and maybe throttled."""
+        if self.metrics is not None:
+            self._record_time()
         if self.quota is not None:
             self.quota.send(self, response)
             return
@@ -124,8 +130,16 @@ class RequestContext:
         if chunks is not None:
             self.request.respond(chunks)
 
+    def _record_time(self) -> None:
+        now = time.monotonic()
+        # a delayed response may be sent before its handler has returned (completed at once)
+        returned = self.returned or now
+        self.metrics.request_done(self.header.api_key, self.received, self.started or now, returned, now)
+
     def send_then_close(self, response, delay_s: float) -> None:
         """Answer now, close the connection ``delay_s`` later (a failed authentication)."""
+        if self.metrics is not None:
+            self._record_time()
         chunks = self.encode(response)
         if chunks is not None:
             self.request.respond_then_close(chunks, delay_s)
@@ -145,8 +159,9 @@ class Dispatcher:
     """Thread-safe: called concurrently by processors (inline) or handler threads."""
 
     def __init__(self, broker, handlers: dict[int, Callable], advertised: P.Advertised, quotas: ClientQuotas,
-                 waiting_threads: int = 0):
+                 waiting_threads: int = 0, metrics: BrokerMetrics | None = None):
         self._broker = broker
+        self.metrics = metrics
         self._handlers = handlers
         self.advertised = advertised
         self.quotas = quotas
@@ -197,6 +212,7 @@ class Dispatcher:
             request.close_connection()
             return
         ctx = RequestContext(request, header, codec, self._broker)
+        ctx.metrics = self.metrics
         if self.quotas.enabled:
             ctx.quota = self.quotas.track(request, header, body)
         if request_log.isEnabledFor(logging.DEBUG):
@@ -214,6 +230,9 @@ class Dispatcher:
         """Run the handler and send what it answers (or the API's error response)."""
         request, header = ctx.request, ctx.header
         key, version = header.api_key, header.api_version
+        metrics = ctx.metrics
+        if metrics is not None:
+            ctx.started = time.monotonic()
         try:
             response = self._handlers[key](ctx, body)
         except Exception as e:
@@ -223,6 +242,8 @@ class Dispatcher:
             if response is None:
                 request.close_connection()
                 return
+        if metrics is not None:
+            ctx.returned = time.monotonic()
         if response is DELAYED:
             if ctx.quota is not None:
                 ctx.quota.handler_returned()
@@ -238,6 +259,8 @@ class Dispatcher:
             reply = session.step(request.frame)
         except AuthenticationFailed as e:
             log.info("closing %s: SASL authentication failed: %s", request.connection_id, e)
+            if self.metrics is not None:
+                self.metrics.authentication_failed()
             request.close_connection(session.security.failed_auth_delay_ms / 1000.0)
             return
         request.respond([len(reply).to_bytes(4, "big"), reply])

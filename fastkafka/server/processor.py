@@ -155,6 +155,9 @@ class Processor(threading.Thread):
         self._stopped = threading.Event()
         self._tid = -1                           # this thread's ident once running
         self._dispatching: Connection | None = None  # whose request _submit is running inline
+        # seconds spent waiting in select() (two clock reads per loop turn, none per request):
+        # Kafka's IdlePercent is its rate; read by the metrics exporter
+        self.idle_seconds = 0.0
 
     # --- thread-safe entry points ---
     def assign(self, sock: socket.socket, peer, listener: str) -> None:
@@ -216,7 +219,11 @@ class Processor(threading.Thread):
         try:
             while True:
                 timeout = 0.5 if not self._due else min(0.5, max(0.0, self._due[0][0] - time.monotonic()))
-                self._on_events(self._sel.select(timeout))
+                waited = time.monotonic()
+                events = self._sel.select(timeout)
+                self.idle_seconds += time.monotonic() - waited
+                self._on_events(events)
+                del events    # see _on_events: nothing of the last batch may outlive its turn
                 self._register_new()
                 self._release_due()
                 self._process_completions()

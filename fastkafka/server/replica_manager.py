@@ -66,6 +66,7 @@ class ReplicaManager:
         self._fetchers_per_leader = config["num.replica.fetchers"]
         self._listener, self.security = inter_broker_security(config)   # how this broker reaches the others
         self._partitions: dict[tuple[str, int], Partition] = {}
+        self.isr_shrinks = self.isr_expands = 0     # ISR changes this leader wrote (metrics)
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._lock = threading.Lock()
         self._leaving = False      # controlled shutdown: lead until the controller moves it, follow nothing
@@ -100,6 +101,10 @@ class ReplicaManager:
     # --- what handlers ask ---
     def get(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
+
+    def partitions(self) -> list[Partition]:
+        """This broker's replicas, a snapshot."""
+        return list(self._partitions.values())
 
     def follower_fetched(self, topic: str, partition: int, replica_id: int, fetch_offset: int,
                          log_start_offset: int = -1) -> None:
@@ -227,5 +232,9 @@ class ReplicaManager:
                 self._wake.set()
                 continue
             log.info("%s-%d: ISR %s -> %s", tp[0], tp[1], list(p.isr), list(new))
+            if len(new) < len(p.isr):
+                self.isr_shrinks += 1
+            else:
+                self.isr_expands += 1
             p.isr_written(new, version)
             self.high_watermark_moved(*tp)

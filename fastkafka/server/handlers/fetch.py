@@ -51,12 +51,13 @@ READ_COMMITTED = 1
 class _Read:
     """One pass over the requested partitions: per-partition results and the bytes found."""
 
-    __slots__ = ("results", "total", "errored")
+    __slots__ = ("results", "total", "errored", "replication")
 
-    def __init__(self):
+    def __init__(self, replication: bool = False):
         self.results = []     # per topic: (name, [partition response kwargs])
         self.total = 0
         self.errored = False
+        self.replication = replication    # a follower's fetch (counted apart from consumers' bytes out)
 
 
 def _read_all(ctx, req) -> _Read:
@@ -67,8 +68,8 @@ def _read_all(ctx, req) -> _Read:
     kip74 = version >= 3
     budget = req.max_bytes if kip74 else 1 << 62
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
-    out = _Read()
     from_replica = req.replica_id >= 0
+    out = _Read(from_replica)
     for t in req.topics:
         parts = []
         # Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic
@@ -114,12 +115,21 @@ def _read_all(ctx, req) -> _Read:
     return out
 
 
+def _count(ctx, read: _Read) -> None:
+    """The answer's bytes and failed partitions, once per topic (the response is final here)."""
+    for name, parts in read.results:
+        ctx.metrics.fetched(name, sum(len(kw["records"]) for kw in parts),
+                            sum(1 for kw in parts if kw["error_code"]), read.replication)
+
+
 def _down_convert(region, magic: int) -> bytes:
     from fastkafka import legacy  # noqa: PLC0415  (only old fetchers pay for the import)
     return legacy.down_convert(region.read_bytes(), magic)
 
 
 def _response(ctx, read: _Read, error_code: int = 0):
+    if ctx.metrics is not None:
+        _count(ctx, read)
     cls = ctx.codec.api.response
     return cls(throttle_time_ms=0, error_code=error_code, session_id=0, responses=[
         cls.Responses(topic=name, partitions=[cls.Responses.Partitions(**kw) for kw in parts])

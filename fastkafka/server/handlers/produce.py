@@ -41,7 +41,8 @@ _TXN_DENIED = errors.TransactionalIdAuthorizationFailedError.code
 
 def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     """(error_code, base_offset, log_append_time, log_start_offset, waiting) for one partition;
-    ``waiting`` is the append's Replication when acks=all must wait."""
+    ``waiting`` is the append's Replication when acks=all must wait. With metrics on, the
+    append counts its records (the offsets it was given) and bytes, once per partition."""
     lg = ctx.broker.topics.log(topic, partition)
     part = replicas.get(topic, partition) if replicas is not None else None
     if records is None:
@@ -56,8 +57,12 @@ def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
         records = legacy.to_v2(records)
     if part is None:
         info = lg.append(records, leader_epoch=EMBEDDED_LEADER_EPOCH)
+        if ctx.metrics is not None:
+            ctx.metrics.produced(topic, info.last_offset - info.base_offset + 1, len(records))
         return 0, info.base_offset, info.log_append_time, info.log_start_offset, None
     info, replication = append_as_leader(lg, part, records, acks)
+    if ctx.metrics is not None:
+        ctx.metrics.produced(topic, info.last_offset - info.base_offset + 1, len(records))
     waiting = replication if acks == ACKS_ALL and lg.high_watermark <= info.last_offset else None
     return 0, info.base_offset, info.log_append_time, info.log_start_offset, waiting
 
@@ -98,6 +103,8 @@ def handle_produce(ctx, req):
             parts.append(kw)
             if wait is not None:
                 waiting.append((kw, wait))
+        if ctx.metrics is not None:
+            ctx.metrics.produce_requested(t.name, sum(1 for kw in parts if kw["error_code"]))
     if acks == 0:
         return None
     if waiting:

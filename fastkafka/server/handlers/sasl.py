@@ -55,6 +55,8 @@ def handle_sasl_authenticate(ctx, req):
         reply = session.step(req.auth_bytes)
     except AuthenticationFailed as e:
         log.info("%s: SASL %s authentication failed: %s", ctx.request.connection_id, session.mechanism, e)
+        if ctx.metrics is not None:
+            ctx.metrics.authentication_failed()
         return _fail_later(ctx, ctx.response(
             error_code=e.code, auth_bytes=b"",
             error_message=e.client_message(session.mechanism, reauthentication=reauthentication)))

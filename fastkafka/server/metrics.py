@@ -1,0 +1,169 @@
+"""What the request path records for Prometheus: per-topic counters and per-API request times.
+
+This module is the hot half of the broker's metrics and imports nothing beyond the standard
+library; :mod:`.metrics_export` is the scrape half (it reads these numbers and the state the
+broker already keeps, and serves them with ``prometheus_client``). The broker builds a
+:class:`BrokerMetrics` only when ``metrics.port`` is set; otherwise ``Broker.metrics`` is None and
+each hook costs the handlers one ``is None`` test.
+
+Cost (DESIGN §1.3, no per-record work): Produce records once per partition appended (its record
+count is the offset span the append was given, its bytes the batch bytes written), Fetch once
+per topic answered, every request once when its response is queued (one lock, four bucket
+increments); nothing walks records. Counts are plain ints under a lock, so a lost increment
+cannot happen with handler threads either.
+
+Names follow Kafka's JMX MBeans as Prometheus' JMX exporter spells them (``domain_type_name``,
+lower case, ``_total`` on counters, times in seconds instead of ms); the mapping:
+
+* ``kafka_server_brokertopicmetrics_messagesin_total{topic}`` -- kafka.server:type=BrokerTopicMetrics MessagesInPerSec
+* ``kafka_server_brokertopicmetrics_bytesin_total{topic}`` -- BytesInPerSec: record-batch bytes appended
+* ``kafka_server_brokertopicmetrics_bytesout_total{topic}`` -- BytesOutPerSec: consumers' fetches
+* ``kafka_server_brokertopicmetrics_replicationbytesout_total{topic}`` -- BrokerTopicMetrics ReplicationBytesOutPerSec
+* ``kafka_server_brokertopicmetrics_totalproducerequests_total{topic}`` -- BrokerTopicMetrics TotalProduceRequestsPerSec
+* ``kafka_server_brokertopicmetrics_totalfetchrequests_total{topic}`` -- BrokerTopicMetrics TotalFetchRequestsPerSec
+* ``kafka_server_brokertopicmetrics_failedproducerequests_total{topic}`` -- FailedProduceRequestsPerSec (per partition)
+* ``kafka_server_brokertopicmetrics_failedfetchrequests_total{topic}`` -- FailedFetchRequestsPerSec (per partition)
+* ``kafka_network_requestmetrics_totaltime_seconds{request}`` -- kafka.network:type=RequestMetrics,name=TotalTimeMs
+* ``kafka_network_requestmetrics_requestqueuetime_seconds{request}`` -- RequestQueueTimeMs: frame read to handler
+* ``kafka_network_requestmetrics_localtime_seconds{request}`` -- LocalTimeMs: the handler
+* ``kafka_network_requestmetrics_remotetime_seconds{request}`` -- RemoteTimeMs: purgatory (long poll, acks=all)
+* ``kafka_server_delayedoperationpurgatory_purgatorysize{delayedoperation}`` -- DelayedOperationPurgatory PurgatorySize
+* ``kafka_server_socketservermetrics_connection_count`` -- socket-server-metrics connection-count
+* ``kafka_network_processor_idle_seconds_total{networkprocessor}`` -- Processor IdlePercent (take its rate())
+* ``kafka_server_socketservermetrics_failed_authentication_total`` -- socket-server-metrics failed-authentication-total
+* ``kafka_log_logflushstats_logflushrateandtime_seconds`` -- kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs
+* ``kafka_log_log_size{topic,partition}`` -- kafka.log:type=Log,name=Size
+* ``kafka_log_log_numlogsegments{topic,partition}`` -- kafka.log:type=Log,name=NumLogSegments
+* ``kafka_log_log_logendoffset{topic,partition}`` -- kafka.log:type=Log,name=LogEndOffset
+* ``kafka_server_replicamanager_underreplicatedpartitions`` -- ReplicaManager UnderReplicatedPartitions
+* ``kafka_server_replicamanager_isrshrinks_total`` -- ReplicaManager IsrShrinksPerSec
+* ``kafka_server_replicamanager_isrexpands_total`` -- ReplicaManager IsrExpandsPerSec
+* ``kafka_controller_kafkacontroller_offlinepartitionscount`` -- KafkaController OfflinePartitionsCount
+* ``kafka_consumergroup_lag{group,topic,partition}`` -- none in Kafka: kafka_exporter's name; log end - committed
+
+The request-time histograms share :data:`TIME_BUCKETS`. ``ResponseSendTimeMs`` is not split
+out: the total ends when the response is queued on its connection, not when its last byte left.
+
+Example::
+
+    >>> m = BrokerMetrics()
+    >>> m.produced("orders", records=3, nbytes=120); m.produced("orders", records=2, nbytes=90)
+    >>> m.topic_counts()["orders"].messages_in, m.topic_counts()["orders"].bytes_in
+    (5, 210)
+    >>> m.request_done(0, received=1.0, started=1.001, returned=1.002, sent=1.002)
+    >>> times = m.request_times()[0]; times.count, round(times.sums[TOTAL], 6)
+    (1, 0.002)
+"""
+from __future__ import annotations
+
+import bisect
+import threading
+
+__all__ = ["BrokerMetrics", "TopicCounts", "RequestTimes", "TIME_BUCKETS", "QUEUE", "LOCAL", "REMOTE", "TOTAL"]
+
+#: upper bounds (seconds) of the request-time histograms' buckets; +Inf follows
+TIME_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                2.5, 5.0, 10.0, 30.0)
+#: the parts of a request's time, in :attr:`RequestTimes.buckets` order
+QUEUE, LOCAL, REMOTE, TOTAL = range(4)
+
+
+class TopicCounts:
+    """One topic's counters (monotonic ints)."""
+
+    __slots__ = ("messages_in", "bytes_in", "bytes_out", "replication_bytes_out", "produce_requests",
+                 "fetch_requests", "failed_produce", "failed_fetch")
+
+    def __init__(self):
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+
+class RequestTimes:
+    """One API's time histograms: ``buckets[part][i]`` counts times in bucket ``i`` (not
+    cumulative; the last is +Inf), ``sums[part]`` their sum in seconds."""
+
+    __slots__ = ("count", "buckets", "sums")
+
+    def __init__(self):
+        self.count = 0
+        self.buckets = [[0] * (len(TIME_BUCKETS) + 1) for _ in range(4)]
+        self.sums = [0.0] * 4
+
+
+class BrokerMetrics:
+    """Thread-safe: every hook may be called from any processor, handler or purgatory thread."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._topics: dict[str, TopicCounts] = {}
+        self._requests: dict[int, RequestTimes] = {}
+        self.failed_authentications = 0
+
+    def _topic(self, topic: str) -> TopicCounts:
+        counts = self._topics.get(topic)
+        if counts is None:
+            counts = self._topics.setdefault(topic, TopicCounts())
+        return counts
+
+    # --- hooks on the request path (one call per partition or topic, never per record) ---
+    def produced(self, topic: str, records: int, nbytes: int) -> None:
+        """A leader appended ``records`` records in ``nbytes`` of record batches to ``topic``."""
+        with self._lock:
+            c = self._topic(topic)
+            c.messages_in += records
+            c.bytes_in += nbytes
+
+    def produce_requested(self, topic: str, failed_partitions: int) -> None:
+        """A Produce request carried ``topic``; ``failed_partitions`` of its partitions failed."""
+        with self._lock:
+            c = self._topic(topic)
+            c.produce_requests += 1
+            c.failed_produce += failed_partitions
+
+    def fetched(self, topic: str, nbytes: int, failed_partitions: int, replication: bool) -> None:
+        """A Fetch answer carried ``nbytes`` of ``topic`` (``replication``: to a follower)."""
+        with self._lock:
+            c = self._topic(topic)
+            c.fetch_requests += 1
+            c.failed_fetch += failed_partitions
+            if replication:
+                c.replication_bytes_out += nbytes
+            else:
+                c.bytes_out += nbytes
+
+    def authentication_failed(self) -> None:
+        with self._lock:
+            self.failed_authentications += 1
+
+    def request_done(self, api_key: int, received: float, started: float, returned: float, sent: float) -> None:
+        """A request's response was queued at ``sent`` (``time.monotonic`` instants: frame read,
+        handler called, handler returned)."""
+        parts = (started - received, returned - started, sent - returned, sent - received)
+        with self._lock:
+            times = self._requests.get(api_key)
+            if times is None:
+                times = self._requests[api_key] = RequestTimes()
+            times.count += 1
+            buckets, sums = times.buckets, times.sums
+            for i, v in enumerate(parts):
+                buckets[i][bisect.bisect_left(TIME_BUCKETS, v)] += 1
+                sums[i] += v
+
+    # --- reads for a scrape (copies, so the exporter never holds the lock while formatting) ---
+    def topic_counts(self) -> dict[str, TopicCounts]:
+        with self._lock:
+            out = {}
+            for topic, c in self._topics.items():
+                copy = out[topic] = TopicCounts()
+                for name in TopicCounts.__slots__:
+                    setattr(copy, name, getattr(c, name))
+            return out
+
+    def request_times(self) -> dict[int, RequestTimes]:
+        with self._lock:
+            out = {}
+            for key, t in self._requests.items():
+                copy = out[key] = RequestTimes()
+                copy.count, copy.buckets, copy.sums = t.count, [list(b) for b in t.buckets], list(t.sums)
+            return out

@@ -1,0 +1,135 @@
+"""Prometheus metrics on metrics.port: scraped over HTTP from a real broker driven by
+confluent-kafka, the counters move by exactly what was produced and consumed; off by default;
+a busy port or a missing prometheus_client is a clear start-up error."""
+import os
+import re
+import socket
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from brokers import free_port, running_broker
+from fastkafka.server.broker import BrokerStartupError
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+pytest.importorskip("prometheus_client")
+
+pytestmark = pytest.mark.clients
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+
+
+def scrape(broker) -> dict[str, float]:
+    """``{'name{labels}': value}`` of one GET /metrics."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=10).read().decode()
+    samples = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m:
+            samples[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return samples
+
+
+def disk_bytes(log_dir, topic: str, partition: int) -> int:
+    d = os.path.join(log_dir, f"{topic}-{partition}")
+    return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".log"))
+
+
+def test_counters_move_by_exactly_what_was_sent(tmp_path):
+    log_dir = str(tmp_path / "data")
+    topic, n, size = "metered", 500, 100
+    with running_broker(log_dir, metrics_port=0) as b:
+        producer = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+        producer.produce(topic, b"w")   # creates the topic; the scrape below starts after it
+        assert producer.flush(20) == 0
+        before = scrape(b)
+        disk_before = disk_bytes(log_dir, topic, 0)
+        for i in range(n):
+            producer.produce(topic, os.urandom(size), key=b"k%04d" % i)
+        assert producer.flush(20) == 0
+        after_produce = scrape(b)
+        grown = disk_bytes(log_dir, topic, 0) - disk_before
+
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "metered-readers",
+                                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe([topic])
+        got = 0
+        while got < n + 1:
+            msg = consumer.poll(10)
+            assert msg is not None and msg.error() is None
+            got += 1
+        consumer.commit(asynchronous=False)
+        after = scrape(b)
+        consumer.close()
+
+    t = f'{{topic="{topic}"}}'
+    delta = lambda s, name: s[name] - before.get(name, 0.0)   # noqa: E731
+    assert delta(after_produce, f"kafka_server_brokertopicmetrics_messagesin_total{t}") == n
+    assert grown > n * size
+    assert delta(after_produce, f"kafka_server_brokertopicmetrics_bytesin_total{t}") == grown
+    # the per-partition size gauge is the segment files' size on disk
+    size_key = f'kafka_log_log_size{{partition="0",topic="{topic}"}}'
+    assert after_produce[size_key] == disk_before + grown
+    assert after_produce[f'kafka_log_log_numlogsegments{{partition="0",topic="{topic}"}}'] == 1
+    assert after_produce[f'kafka_log_log_logendoffset{{partition="0",topic="{topic}"}}'] == n + 1
+    # each Produce request carried this one topic: the histogram counted each of them once
+    produces = delta(after_produce, f"kafka_server_brokertopicmetrics_totalproducerequests_total{t}")
+    assert produces >= 1
+    assert delta(after_produce, 'kafka_network_requestmetrics_totaltime_seconds_count{request="Produce"}') \
+        == produces
+    assert delta(after_produce, f"kafka_server_brokertopicmetrics_failedproducerequests_total{t}") == 0
+    # the consumer read the whole log once (it fits one fetch): bytes out is its size
+    assert after[f"kafka_server_brokertopicmetrics_bytesout_total{t}"] == after_produce[size_key]
+    assert delta(after, 'kafka_network_requestmetrics_totaltime_seconds_count{request="Fetch"}') >= 1
+    assert after['kafka_consumergroup_lag{group="metered-readers",partition="0",topic="metered"}'] == 0
+    assert after["kafka_server_socketservermetrics_connection_count"] >= 1
+    assert after['kafka_server_delayedoperationpurgatory_purgatorysize{delayedoperation="Fetch"}'] >= 0
+    assert after['kafka_network_processor_idle_seconds_total{networkprocessor="0"}'] > 0
+
+
+def test_metrics_are_off_by_default(tmp_path):
+    port = free_port()
+    with running_broker(tmp_path / "data") as b:
+        assert b.metrics is None and b.metrics_port is None
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_busy_metrics_port_is_a_clear_start_up_error(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(BrokerStartupError, match=rf"cannot serve metrics on 127\.0\.0\.1:{port} \(metrics\.port\)"):
+            with running_broker(tmp_path / "data", metrics_port=port):
+                pass
+
+
+def test_metrics_without_prometheus_client_names_the_extra(tmp_path):
+    # a clean interpreter where prometheus_client cannot be imported (as after a plain pip install)
+    code = ("import sys; sys.modules['prometheus_client'] = None\n"
+            "from fastkafka.config import KafkaConfig\n"
+            "from fastkafka.server.broker import Broker, BrokerStartupError\n"
+            f"b = Broker(KafkaConfig({{'listeners': 'PLAINTEXT://127.0.0.1:0', 'log.dirs': {str(tmp_path)!r}, "
+            "'metrics.port': 0}))\n"
+            "try:\n    b.startup()\nexcept BrokerStartupError as e:\n    print('ERROR:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "ERROR: metrics.port is set but prometheus_client is not installed: " \
+           "pip install 'fastkafka[metrics]'" in out.stdout, out.stderr
+
+
+def test_grafana_dashboard_uses_only_exported_names(tmp_path):
+    """Every metric the dashboard queries is one the broker serves (a renamed metric breaks this)."""
+    import json
+    import pathlib
+    dash = json.loads((pathlib.Path(__file__).resolve().parents[2] / "tools" / "grafana-fastkafka.json").read_text())
+    queried = {name for p in dash["panels"] for t in p["targets"] for name in re.findall(r"\bkafka_[a-z_]+", t["expr"])}
+    with running_broker(tmp_path / "data", metrics_port=0) as b:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{b.metrics_port}/metrics", timeout=10).read().decode()
+    served = set(re.findall(r"^# TYPE (\S+) ", text, re.M))   # counters' lines carry their _total
+    # a histogram's or summary's samples add _bucket, _count, _sum to its family's name
+    missing = [n for n in queried if n not in served and re.sub(r"_(bucket|count|sum)$", "", n) not in served]
+    assert len(queried) >= 15
+    assert not missing
