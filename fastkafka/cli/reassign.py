@@ -26,6 +26,15 @@ and so are the lines ``--verify`` and ``--list`` print::
     >>> print(ongoing_text({("orders", 1): ([3, 1, 2], [3], [2])}))
     Current partition reassignments:
     orders-1: replicas: 3,1,2. adding: 3. removing: 2.
+
+``--execute --throttle RATE`` throttles the moves as Kafka's tool does (KIP-73): the moving
+partitions' current replicas are throttled leaders, the added ones throttled followers, and
+every broker involved gets the rate; ``--verify`` (or ``--cancel``) clears it all once nothing
+is moving, unless ``--preserve-throttles``::
+
+    >>> throttled_replicas({("orders", 0): [1, 2], ("orders", 1): [2, 3]},
+    ...                    {("orders", 0): [2, 3], ("orders", 1): [2, 3]})
+    {'orders': ('0:1,0:2', '0:3')}
 """
 from __future__ import annotations
 
@@ -33,16 +42,17 @@ import argparse
 import json
 
 from fastkafka import errors
-from fastkafka.client.admin import AdminClient
+from fastkafka.client.admin import BROKER_RESOURCE, AdminClient
 from fastkafka.client.tools import ToolError, client_config, run, tool_parser
 from fastkafka.cluster.assignment import assign_replicas
 
 __all__ = ["main", "parse_args", "parse_topics_json", "parse_reassignment_json", "reassignment_json",
-           "propose", "status_text", "ongoing_text", "read_json", "partition_name"]
+           "propose", "status_text", "ongoing_text", "read_json", "partition_name", "throttled_replicas"]
 
 EPILOG = """examples:
   fastkafka reassign --generate --topics-to-move-json-file topics.json --broker-list 1,2,3
   fastkafka reassign --execute --reassignment-json-file reassignment.json
+  fastkafka reassign --execute --reassignment-json-file reassignment.json --throttle 50000000
   fastkafka reassign --list
   fastkafka reassign --verify --reassignment-json-file reassignment.json
   fastkafka reassign --cancel --reassignment-json-file reassignment.json
@@ -51,11 +61,11 @@ topics.json names the topics to move: {"version":1,"topics":[{"topic":"orders"}]
 reassignment.json gives each partition's new replicas, the first the preferred leader:
 {"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[2,3]}]}
 (--generate prints one, --execute the one to roll back to). --verify exits 0 whether or not
-the moves have finished, as Kafka's tool does: read its lines. Replication is never throttled
-here: --throttle and --replica-alter-log-dirs-throttle are refused, and so are "log_dirs" other
-than "any" (moves between one broker's log directories are not supported); --preserve-throttles
-is accepted and changes nothing. A client that is not PLAINTEXT takes its settings from
---command-config FILE."""
+the moves have finished, as Kafka's tool does: read its lines; once nothing is moving it
+removes the throttles --throttle set (the topics' *.replication.throttled.replicas and every
+broker's *.replication.throttled.rate), unless --preserve-throttles. --replica-alter-log-dirs-throttle
+is refused, and so are "log_dirs" other than "any" (moves between one broker's log directories
+are not supported). A client that is not PLAINTEXT takes its settings from --command-config FILE."""
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 # what each action needs, and what else it accepts (Kafka's rules)
@@ -65,6 +75,8 @@ ALLOWED = {"generate": ("disable_rack_aware",),
            "execute": ("additional", "throttle", "replica_alter_log_dirs_throttle"),
            "verify": ("preserve_throttles",), "cancel": ("preserve_throttles",), "list": ()}
 ANY_LOG_DIR = "any"
+THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 CANNOT_EXECUTE = ("Cannot execute because there is an existing partition assignment.  Use --additional to "
                   "override this and create a new partition assignment in addition to the existing one.")
 
@@ -89,10 +101,12 @@ def _parser():
                    help="with --generate: ignore the brokers' broker.rack")
     p.add_argument("--additional", action="store_true",
                    help="with --execute: start even though other reassignments are under way")
-    p.add_argument("--throttle", type=int, metavar="BYTES/S", help="not supported (replication is not throttled)")
+    p.add_argument("--throttle", type=int, metavar="BYTES/S",
+                   help="with --execute: move the partitions at most this fast (bytes/s per broker; "
+                   "none when left out or negative, as Kafka's -1)")
     p.add_argument("--replica-alter-log-dirs-throttle", type=int, metavar="BYTES/S", help="not supported")
     p.add_argument("--preserve-throttles", action="store_true",
-                   help="accepted for Kafka's scripts; there are no throttles to clear")
+                   help="with --verify or --cancel: leave the throttles in place")
     return p
 
 
@@ -109,10 +123,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     extra = sorted(given - set(REQUIRED[args.action]) - set(ALLOWED[args.action]))
     if extra:
         raise ToolError(f"option --{extra[0].replace('_', '-')} can't be used with --{args.action}")
-    for name in ("throttle", "replica_alter_log_dirs_throttle"):
-        if getattr(args, name) is not None:
-            raise ToolError(f"--{name.replace('_', '-')} is not supported: fastkafka brokers do not throttle "
-                            "replication, so a reassignment moves data at full speed")
+    if args.replica_alter_log_dirs_throttle is not None:
+        raise ToolError("--replica-alter-log-dirs-throttle is not supported: replicas do not move between "
+                        "one broker's log directories")
     return args
 
 
@@ -275,11 +288,17 @@ def _run(args) -> int:
         if args.action == "generate":
             _generate(admin, topics, brokers, rack_aware=not args.disable_rack_aware)
         elif args.action == "execute":
-            _execute(admin, plan, args.additional)
+            _execute(admin, plan, args.additional, args.throttle)
         elif args.action == "verify":
-            print(status_text(_states(admin, plan)))
+            states = _states(admin, plan)
+            print(status_text(states))
+            if not args.preserve_throttles and all(done for _c, _t, done in states.values()) \
+                    and not admin.list_partition_reassignments():
+                _clear_throttles(admin, plan)
         elif args.action == "cancel":
             _cancel(admin, plan)
+            if not args.preserve_throttles:
+                _clear_throttles(admin, plan)
         else:
             print(ongoing_text(admin.list_partition_reassignments()))
     return 0
@@ -331,7 +350,46 @@ def _generate(admin: AdminClient, topics: list[str], broker_ids: list[int], rack
     print(f"Proposed partition reassignment configuration\n{reassignment_json(proposed)}")
 
 
-def _execute(admin: AdminClient, plan: dict, additional: bool) -> None:
+def throttled_replicas(current: dict, plan: dict) -> dict[str, tuple[str, str]]:
+    """Per topic of ``plan``, the values of ``leader.replication.throttled.replicas`` and
+    ``follower.replication.throttled.replicas`` for its moves (Kafka's tool: a moving
+    partition's current replicas lead, the replicas it adds follow)."""
+    leaders: dict[str, list[str]] = {}
+    followers: dict[str, list[str]] = {}
+    for (t, p), target in sorted(plan.items()):
+        now = current[(t, p)]
+        if list(now) == list(target):
+            continue
+        leaders.setdefault(t, []).extend(f"{p}:{b}" for b in now)
+        followers.setdefault(t, []).extend(f"{p}:{b}" for b in target if b not in now)
+    return {t: (",".join(leaders[t]), ",".join(followers.get(t, []))) for t in leaders}
+
+
+def _throttle(admin: AdminClient, current: dict, plan: dict, rate: int) -> None:
+    for topic, lists in throttled_replicas(current, plan).items():
+        admin.alter_configs(topic, dict(zip(THROTTLED_REPLICAS, lists)))
+    brokers = sorted({b for tp, target in plan.items() for b in (*current[tp], *target)})
+    for b in brokers:
+        admin.alter_configs(str(b), dict.fromkeys(THROTTLE_RATES, str(rate)), resource_type=BROKER_RESOURCE)
+    print("Warning: You must run --verify periodically, until the reassignment completes, to ensure "
+          "the throttle is removed.")
+    print(f"The inter-broker throttle limit was set to {rate} B/s")
+
+
+def _clear_throttles(admin: AdminClient, plan: dict) -> None:
+    """Kafka's clearAllThrottles: the rates on every live broker, the lists on the plan's topics."""
+    brokers = sorted(set(admin.describe_cluster()) | {b for target in plan.values() for b in target})
+    print(f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} "
+          + ",".join(map(str, brokers)))
+    for b in brokers:
+        admin.alter_configs(str(b), delete=list(THROTTLE_RATES), resource_type=BROKER_RESOURCE)
+    topics = sorted({t for t, _ in plan})
+    print(f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} {','.join(topics)}")
+    for topic in topics:
+        admin.alter_configs(topic, delete=list(THROTTLED_REPLICAS))
+
+
+def _execute(admin: AdminClient, plan: dict, additional: bool, throttle: int | None = None) -> None:
     if not additional and admin.list_partition_reassignments():
         raise ToolError(CANNOT_EXECUTE)
     _live_brokers(admin, sorted({b for replicas in plan.values() for b in replicas}), "the reassignment file")
@@ -342,6 +400,8 @@ def _execute(admin: AdminClient, plan: dict, additional: bool) -> None:
     print("Current partition replica assignment\n\n"
           f"{reassignment_json({tp: current[tp] for tp in plan})}\n\n"
           "Save this to use as the --reassignment-json-file option during rollback")
+    if throttle is not None and throttle >= 0:
+        _throttle(admin, current, plan, throttle)
     _refused("Error reassigning partition(s):", admin.alter_partition_reassignments(plan))
     print(f"Successfully started partition reassignment{'' if len(plan) == 1 else 's'} for "
           + ",".join(partition_name(tp) for tp in sorted(plan)))

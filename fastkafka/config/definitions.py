@@ -102,10 +102,13 @@ define_topic("remote.storage.enable", BOOLEAN, False, refused(
     "log storage."), "Tiered storage for this topic; refused: this broker has none.")
 define_topic("remote.log.copy.disable", BOOLEAN, False, None, NO_EFFECT_YET + "no tiered storage.")
 define_topic("remote.log.delete.on.disable", BOOLEAN, False, None, NO_EFFECT_YET + "no tiered storage.")
-define_topic("leader.replication.throttled.replicas", LIST, "", throttled_replicas, NO_EFFECT_YET +
-             "no replication to throttle yet.")
-define_topic("follower.replication.throttled.replicas", LIST, "", throttled_replicas, NO_EFFECT_YET +
-             "no replication to throttle yet.")
+define_topic("leader.replication.throttled.replicas", LIST, "", throttled_replicas, "Replicas "
+             "(partition:broker, or * for all) whose leader on that broker throttles what it sends "
+             "followers out of the ISR to leader.replication.throttled.rate (fastkafka reassign --throttle "
+             "sets it).")
+define_topic("follower.replication.throttled.replicas", LIST, "", throttled_replicas, "Replicas "
+             "(partition:broker, or * for all) that broker fetches, while out of the ISR, within "
+             "follower.replication.throttled.rate (fastkafka reassign --throttle sets it).")
 
 
 # --- the broker's network and topic-management properties (owned by the server; DESIGN §3) ---
@@ -160,6 +163,16 @@ define("replica.fetch.response.max.bytes", INT, 10485760, at_least(0), "Bytes of
 define("replica.fetch.backoff.ms", INT, 1000, at_least(0), "A follower's pause after a fetch error.")
 define("replica.socket.timeout.ms", INT, 30000, at_least(1), "A follower's socket timeout towards its "
        "leader.")
+define("leader.replication.throttled.rate", LONG, LONG_MAX, at_least(0), "Bytes/s this broker sends, "
+       "as a leader, for its throttled replicas (leader.replication.throttled.replicas) to followers out "
+       "of the ISR; a dynamic broker config (fastkafka configs --entity-type brokers).")
+define("follower.replication.throttled.rate", LONG, LONG_MAX, at_least(0), "Bytes/s this broker fetches, "
+       "as a follower out of the ISR, for its throttled replicas (follower.replication.throttled.replicas); "
+       "a dynamic broker config.")
+define("replication.quota.window.num", INT, 11, at_least(1), "Samples the replication throttles are "
+       "measured over.")
+define("replication.quota.window.size.seconds", INT, 1, at_least(1), "The time span of each sample of "
+       "the replication throttles.")
 define("num.replica.fetchers", INT, 1, at_least(1), "Fetcher threads per source broker; partitions are "
        "spread over them by hash.")
 define("replica.lag.time.max.ms", LONG, 30000, at_least(1), "A follower that has not caught up with the "

@@ -162,6 +162,7 @@ class Broker:
             if self.cluster is not None:
                 from .replica_manager import ReplicaManager  # noqa: PLC0415 (needs kazoo)
                 self.replicas = ReplicaManager(cfg, self.topics, self.metadata, self.fetch_purgatory)
+                self.replicas.reconfigure(self.dynamic_config.current)
                 self.replicas.start()
                 self._register()
         except BaseException:
@@ -285,6 +286,8 @@ class Broker:
         # a metadata change: dynamic broker configs altered through any broker take effect here
         if self.dynamic_config.refresh():
             self.topics.reconfigure(self.dynamic_config.current)
+            if self.replicas is not None:
+                self.replicas.reconfigure(self.dynamic_config.current)
 
     def _coordinate_internal_topics(self) -> None:
         """Cluster mode: once ``__consumer_offsets`` or ``__transaction_state`` exists, this

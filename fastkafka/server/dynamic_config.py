@@ -5,8 +5,10 @@ layer wins over the cluster's, both over the file, the file over Kafka's default
 
 What may change this way are the broker-wide defaults of topic configs (``log.retention.ms``,
 ``log.segment.bytes``, ``log.cleanup.policy``, ``min.insync.replicas``, ``compression.type``,
-``message.max.bytes``, ... -- every broker name in :data:`RECONFIGURABLE`, as Kafka's
-DynamicLogConfig): a topic without an override of its own takes the new value at once. Any other
+``message.max.bytes``, ... as Kafka's DynamicLogConfig): a topic without an override of its own
+takes the new value at once; and the replication throttle rates
+(``leader.replication.throttled.rate``, ``follower.replication.throttled.rate``) -- every name
+in :data:`RECONFIGURABLE`. Any other
 key is refused with INVALID_REQUEST, as Kafka refuses a config it cannot update dynamically.
 
 The layers live in the metadata store (ZooKeeper in cluster mode, the ``meta`` file of an
@@ -46,8 +48,10 @@ log = logging.getLogger("fastkafka.server")
 DEFAULT_ENTITY = "<default>"
 #: Kafka's ConfigSource of DescribeConfigs v1+
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 4, 5
-#: broker keys that change at run time: the broker-wide defaults of topic configs
-RECONFIGURABLE = frozenset(k.name for k in TOPIC_KEYS.values() if k.name in KEYS)
+#: broker keys that change at run time: the broker-wide defaults of topic configs and the
+#: replication throttle rates
+RECONFIGURABLE = frozenset([k.name for k in TOPIC_KEYS.values() if k.name in KEYS]
+                           + ["leader.replication.throttled.rate", "follower.replication.throttled.rate"])
 
 
 class DynamicBrokerConfig:

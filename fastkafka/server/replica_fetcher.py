@@ -22,6 +22,12 @@ that ends below it -- retention or DeleteRecords ran on the leader while this re
 leader's log start (``Log.truncate_fully_and_start_at``); else the leader's log has grown
 meanwhile and the next fetch simply goes on from this log's end.
 
+Throttling (KIP-73): a partition listed for this broker in its topic's
+``follower.replication.throttled.replicas`` is left out of the fetch while it is behind the
+leader's high watermark and the follower's quota (:mod:`.replication_quota`) is over its rate;
+its appended bytes are recorded against that quota. When every partition is held back the
+fetcher waits ``replica.fetch.backoff.ms``.
+
 Errors: a connection failure backs off ``replica.fetch.backoff.ms`` and reconnects; a
 partition the leader no longer leads (or does not know, or whose epoch moved) pauses until the
 replica manager hands it over again with the new leader.
@@ -59,6 +65,8 @@ from fastkafka.client.connection import BrokerConnection
 from fastkafka.client.security import ClientSecurity
 from fastkafka.protocol import ApiKey
 
+from .replication_quota import ReplicationQuota
+
 __all__ = ["ReplicaFetcher"]
 
 log = logging.getLogger("fastkafka.server.replication")
@@ -71,12 +79,13 @@ EARLIEST_TIMESTAMP = -2    # ListOffsets: the leader's log start
 
 
 class _FetchState:
-    __slots__ = ("epoch", "truncated", "paused")
+    __slots__ = ("epoch", "truncated", "paused", "in_sync")
 
     def __init__(self, epoch: int):
         self.epoch = epoch          # the leader epoch this broker follows the partition in
         self.truncated = False      # truncation by epoch done for this epoch
         self.paused = False         # the leader refused it: wait for new instructions
+        self.in_sync = False        # reached the leader's high watermark (never throttled then)
 
 
 class ReplicaFetcher:
@@ -84,9 +93,10 @@ class ReplicaFetcher:
 
     def __init__(self, broker_id: int, leader_id: int, address: Callable[[], tuple[str, int] | None],
                  logs: Callable[[str, int], object], config, index: int = 0,
-                 security: ClientSecurity | None = None):
+                 security: ClientSecurity | None = None, quota: ReplicationQuota | None = None):
         self.broker_id, self.leader_id, self.index = broker_id, leader_id, index
         self._security = security
+        self._quota = quota
         self._address, self._logs = address, logs
         self._wait_ms = config["replica.fetch.wait.max.ms"]
         self._min_bytes = config["replica.fetch.min.bytes"]
@@ -236,7 +246,20 @@ class ReplicaFetcher:
         return min(end_offset, own_end if own_end >= 0 else lg.log_end_offset, lg.log_end_offset)
 
     # --- fetching ---
+    def _throttled(self, tp) -> bool:
+        """Is ``tp`` one of this follower's throttled replicas?"""
+        lg = self._logs(*tp)
+        return lg is not None and self._quota.is_throttled(lg.config.follower_replication_throttled_replicas, tp[1])
+
     def _fetch(self, conn: BrokerConnection, parts) -> None:
+        throttled: set = set()
+        if self._quota is not None and not self._quota.unlimited and parts:
+            throttled = {tp for tp in parts if self._throttled(tp)}
+            if throttled and self._quota.exceeded():
+                parts = {tp: st for tp, st in parts.items() if tp not in throttled or st.in_sync}
+                if not parts:
+                    self._stopped.wait(self._backoff_s)
+                    return
         if not parts:
             return
         resp = self._request(conn, ApiKey.FETCH, parts, lambda p, st, lg: dict(
@@ -259,6 +282,9 @@ class ReplicaFetcher:
                     log.warning("replica fetcher %d->%d: %s", self.broker_id, self.leader_id, e)
                     st.truncated = False
                     continue
+                if tp in throttled:
+                    self._quota.record(len(p.records))
+            st.in_sync = lg.log_end_offset >= p.high_watermark
             lg.update_high_watermark(min(p.high_watermark, lg.log_end_offset))
             if p.log_start_offset > lg.log_start_offset:
                 # Kafka's follower takes max(its own, the leader's); never past what it has

@@ -45,6 +45,7 @@ from .listener_security import inter_broker_security
 from .partition import FOLLOWER, LEADER, Partition
 from .purgatory import Purgatory
 from .replica_fetcher import ReplicaFetcher
+from .replication_quota import FOLLOWER_RATE, LEADER_RATE, ReplicationQuota
 
 __all__ = ["ReplicaManager"]
 
@@ -68,6 +69,9 @@ class ReplicaManager:
         self._partitions: dict[tuple[str, int], Partition] = {}
         self.isr_shrinks = self.isr_expands = 0     # ISR changes this leader wrote (metrics)
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        # replication throttles (KIP-73): what this broker sends as a leader, fetches as a follower
+        self.leader_quota = ReplicationQuota.from_config(config, LEADER_RATE)
+        self.follower_quota = ReplicationQuota.from_config(config, FOLLOWER_RATE)
         self._lock = threading.Lock()
         self._leaving = False      # controlled shutdown: lead until the controller moves it, follow nothing
         self._wake = threading.Event()
@@ -91,6 +95,11 @@ class ReplicaManager:
             f.stop()
         self.produce_purgatory.shutdown()
         self.delete_records_purgatory.shutdown()
+
+    def reconfigure(self, config) -> None:
+        """The dynamic broker configs changed: take their replication throttle rates."""
+        self.leader_quota.set_bound(config[LEADER_RATE])
+        self.follower_quota.set_bound(config[FOLLOWER_RATE])
 
     def leave(self) -> None:
         """Controlled shutdown: stop following, so that no leader re-admits this broker to an ISR
@@ -119,6 +128,12 @@ class ReplicaManager:
             self.delete_records_purgatory.check((topic, partition))
         if replica_id not in p.isr and p.role == LEADER:
             self._wake.set()     # it may be back in sync: the manager's thread writes the ISR
+
+    def holds_back(self, topic: str, partition: int, replica_id: int) -> bool:
+        """Does the leader throttle keep this throttled partition's data from follower
+        ``replica_id`` now? Only a follower out of the ISR, and only while the rate is over."""
+        p = self._partitions.get((topic, partition))
+        return p is not None and replica_id not in p.isr and self.leader_quota.exceeded()
 
     def low_watermark(self, part: Partition) -> int:
         """``part``'s low watermark over the live brokers (see :meth:`Partition.low_watermark`)."""
@@ -199,7 +214,7 @@ class ReplicaManager:
         if f is None:
             f = self._fetchers[(leader, index)] = ReplicaFetcher(
                 self.broker_id, leader, lambda: self.address(leader), self.topics.local_log, self.config,
-                index=index, security=self.security)
+                index=index, security=self.security, quota=self.follower_quota)
             f.start()
         return f
 

@@ -15,7 +15,7 @@ import pytest
 
 from fastkafka.cli import leader_election, reassign
 from fastkafka.client import Producer, ProducerData
-from fastkafka.client.admin import AdminClient
+from fastkafka.client.admin import BROKER_RESOURCE, AdminClient
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
 from harness import Cluster, wait_for  # noqa: E402
@@ -32,7 +32,9 @@ def cluster(tmp_path_factory):
         pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
     with Ensemble(tmp_path_factory.mktemp("zk"), size=1) as zk, \
             Cluster(tmp_path_factory.mktemp("brokers"), f"{zk.connect}/reassign", 3,
-                    **{"zookeeper.session.timeout.ms": LONG_SESSION_MS}) as c:
+                    **{"zookeeper.session.timeout.ms": LONG_SESSION_MS,
+                       # replication throttles measured over 1 s, fetched in 64 KB steps
+                       "replication.quota.window.num": 2, "replica.fetch.max.bytes": 65536}) as c:
         yield c
 
 
@@ -100,8 +102,13 @@ def test_generate_execute_verify_moves_partitions(cluster, capsys, tmp_path):
         rc, out, err = tool(reassign, cluster.bootstrap, capsys, "--verify", "--reassignment-json-file", plan)
         assert rc == 0, err      # in progress or not: Kafka's --verify exits 0 either way
         lines = out.splitlines()
-        assert lines[0] == "Status of partition reassignment:" and len(lines) == 4, out
-        return all(line.endswith(" is completed.") for line in lines[1:])
+        assert lines[0] == "Status of partition reassignment:", out
+        if not all(line.endswith(" is completed.") for line in lines[1:4]):
+            assert len(lines) == 4, out        # throttles are cleared only once every move is done
+            return False
+        assert lines[4:] == ["Clearing broker-level throttles on brokers 1,2,3",
+                             "Clearing topic-level throttles on topic moving"], out
+        return True
     wait_for(completed, 60, interval=0.5, what="the reassignment to complete")
     assert {("moving", p): list(r) for p, r in cluster.assignment("moving").items()} == proposal
     assert tool(reassign, cluster.bootstrap, capsys, "--list")[1] == "No partition reassignments found.\n"
@@ -132,7 +139,9 @@ def test_cancel_a_move_towards_a_stopped_broker(cluster, capsys, tmp_path):
         listed = tool(reassign, bootstrap, capsys, "--list")[1]
         verified = tool(reassign, bootstrap, capsys, "--verify", "--reassignment-json-file", plan)[1]
         again = tool(reassign, bootstrap, capsys, "--execute", "--reassignment-json-file", plan)
-        rc, out, err = tool(reassign, bootstrap, capsys, "--cancel", "--reassignment-json-file", plan)
+        # (clearing throttles would ask every broker, x too)
+        rc, out, err = tool(reassign, bootstrap, capsys, "--cancel", "--reassignment-json-file", plan,
+                            "--preserve-throttles")
     finally:
         cluster.brokers[x].signal(signal.SIGCONT)
     held = time.monotonic() - stopped
@@ -144,11 +153,60 @@ def test_cancel_a_move_towards_a_stopped_broker(cluster, capsys, tmp_path):
     assert cluster.assignment("stuck") == {0: (r,)}
     assert tool(reassign, bootstrap, capsys, "--list")[1] == "No partition reassignments found.\n"
     rc, out, _ = tool(reassign, bootstrap, capsys, "--cancel", "--reassignment-json-file", plan)
-    assert rc == 0 and out == "None of the specified partition reassignments are active.\n"
+    assert rc == 0 and out.startswith("None of the specified partition reassignments are active.\n")
     rc, out, _ = tool(reassign, bootstrap, capsys, "--verify", "--reassignment-json-file", plan)
     assert out.splitlines()[1] == (f"There is no active reassignment of partition stuck-0, but replica set is "
                                    f"{r} rather than {x}.")
     assert cluster.brokers[x].alive() and x in cluster.registered()
+
+
+THROTTLE = 250_000           # bytes/s
+THROTTLED_MB = 1
+
+
+def broker_throttles(admin, broker):
+    configs = admin.describe_configs(str(broker), resource_type=BROKER_RESOURCE)
+    return {k: configs[k][0] for k in reassign.THROTTLE_RATES if not configs[k][1]}
+
+
+def test_a_throttled_move_goes_at_the_throttle_and_verify_clears_it(cluster, capsys, tmp_path):
+    """--throttle sets Kafka's four configs (the leader's and the follower's replica lists on the
+    topic, the rates on the brokers involved); the new replica copies 1 MB at about 250 KB/s
+    (measured over 1 s windows, so no faster than ~3 s); --verify clears them once done."""
+    create(cluster, "throttled", 1, 1)
+    with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"}) as p:
+        for _ in range(THROTTLED_MB * 16):
+            p.send(ProducerData("throttled", None, [os.urandom(1024)] * 64, partition=0))
+    [old] = cluster.assignment("throttled")[0]
+    new = next(b for b in sorted(cluster.brokers) if b != old)
+    plan = plan_file(tmp_path, "throttled.json", {("throttled", 0): [new]})
+    started = time.monotonic()
+    rc, out, err = tool(reassign, cluster.bootstrap, capsys, "--execute", "--reassignment-json-file", plan,
+                        "--throttle", str(THROTTLE))
+    assert rc == 0, err
+    assert f"The inter-broker throttle limit was set to {THROTTLE} B/s" in out
+    with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
+        topic = admin.describe_configs("throttled")
+        assert (topic["leader.replication.throttled.replicas"][0],
+                topic["follower.replication.throttled.replicas"][0]) == (f"0:{old}", f"0:{new}")
+        rate = dict.fromkeys(reassign.THROTTLE_RATES, str(THROTTLE))
+        assert {b: broker_throttles(admin, b) for b in (old, new)} == {old: rate, new: rate}
+        verified = tool(reassign, cluster.bootstrap, capsys, "--verify", "--reassignment-json-file", plan)[1]
+        wait_for(lambda: cluster.assignment("throttled") == {0: (new,)}, 60, interval=0.05,
+                 what="the throttled move to complete")
+        took = time.monotonic() - started
+        if "is completed" not in verified:            # (still moving: nothing cleared)
+            assert broker_throttles(admin, new) == rate
+        rc, out, err = tool(reassign, cluster.bootstrap, capsys, "--verify", "--reassignment-json-file", plan)
+        assert out.splitlines()[1:] == ["Reassignment of partition throttled-0 is completed.",
+                                        "Clearing broker-level throttles on brokers 1,2,3",
+                                        "Clearing topic-level throttles on topic throttled"], out
+        assert all(broker_throttles(admin, b) == {} for b in cluster.brokers)
+        topic = admin.describe_configs("throttled")
+        assert topic["leader.replication.throttled.replicas"][1] and topic["follower.replication.throttled.replicas"][1]
+        assert sum(admin.list_offsets("throttled", -1).values()) == THROTTLED_MB * 1024
+    # 1 MB at 250 KB/s, less the first window's allowance: 3 s at the least (unthrottled: well under 1 s)
+    assert took >= 0.75 * (THROTTLED_MB * 1024 * 1024 - THROTTLE) / THROTTLE, f"moved in {took:.1f} s"
 
 
 def leaders(cluster, topic, partitions):
@@ -240,8 +298,8 @@ BAD_INPUT = [   # (tool, arguments with {files}, what the error line says)
     (reassign, ["--execute", "--reassignment-json-file", "{log_dir}"],
      "moving replicas between log directories"),
     (reassign, ["--execute", "--reassignment-json-file", "{no_file}"], "cannot read the reassignment file"),
-    (reassign, ["--execute", "--reassignment-json-file", "{plan}", "--throttle", "1000000"],
-     "--throttle is not supported"),
+    (reassign, ["--execute", "--reassignment-json-file", "{plan}", "--replica-alter-log-dirs-throttle", "1000"],
+     "--replica-alter-log-dirs-throttle is not supported"),
     (reassign, ["--verify", "--reassignment-json-file", "{plan}", "--broker-list", "1"],
      "option --broker-list can't be used with --verify"),
     (reassign, ["--generate", "--broker-list", "1"], "--generate needs --topics-to-move-json-file"),

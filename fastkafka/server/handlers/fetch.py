@@ -21,6 +21,11 @@ answers FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (on a single broker the 
 epoch is 0, as Metadata says; the check is leader.py's, shared with ListOffsets and
 OffsetForLeaderEpoch).
 
+A follower's partition listed for this broker in ``leader.replication.throttled.replicas`` is
+answered empty while the follower is out of the ISR and the leader's replication throttle is over
+its rate (KIP-73, :mod:`..replication_quota`); the bytes sent for such partitions are recorded
+against it when the response goes out.
+
 READ_COMMITTED (v4+) reads up to the last stable offset (below every open transaction) and
 lists the aborted transactions of what it returns, from the segments' aborted-transaction
 indexes; clients drop those producers' batches up to their ABORT markers. Every answer reports
@@ -51,13 +56,14 @@ READ_COMMITTED = 1
 class _Read:
     """One pass over the requested partitions: per-partition results and the bytes found."""
 
-    __slots__ = ("results", "total", "errored", "replication")
+    __slots__ = ("results", "total", "errored", "replication", "throttled")
 
     def __init__(self, replication: bool = False):
         self.results = []     # per topic: (name, [partition response kwargs])
         self.total = 0
         self.errored = False
         self.replication = replication    # a follower's fetch (counted apart from consumers' bytes out)
+        self.throttled = 0    # bytes of a follower's throttled partitions (the leader's replication quota)
 
 
 def _read_all(ctx, req) -> _Read:
@@ -70,6 +76,7 @@ def _read_all(ctx, req) -> _Read:
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
     from_replica = req.replica_id >= 0
     out = _Read(from_replica)
+    quota = replicas.leader_quota if follower >= 0 and not replicas.leader_quota.unlimited else None
     for t in req.topics:
         parts = []
         # Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic
@@ -90,7 +97,11 @@ def _read_all(ctx, req) -> _Read:
                 stable = lg.last_stable_offset
                 upto = None if follower >= 0 else (stable if committed else hw)
                 limit = min(p.partition_max_bytes, budget - out.total)
-                if limit > 0 or (kip74 and out.total == 0):
+                throttled = quota is not None and quota.is_throttled(
+                    lg.config.leader_replication_throttled_replicas, p.partition)
+                # held back: answered empty, nothing recorded
+                held = throttled and replicas.holds_back(t.topic, p.partition, follower)
+                if not held and (limit > 0 or (kip74 and out.total == 0)):
                     region = lg.read(p.fetch_offset, max(limit, 0), max_offset=upto,
                                      min_one_message=kip74 and out.total == 0)
                     hw, start = region.high_watermark, region.log_start_offset
@@ -101,6 +112,8 @@ def _read_all(ctx, req) -> _Read:
                             records = FileRegion(region.file.fileno(), region.position, region.length,
                                                  owner=region)
                         out.total += len(records)
+                        if throttled:
+                            out.throttled += len(records)
                         if committed:
                             aborted = [{"producer_id": pid, "first_offset": first} for pid, first
                                        in lg.aborted_transactions(p.fetch_offset, stable)]
@@ -130,6 +143,8 @@ def _down_convert(region, magic: int) -> bytes:
 def _response(ctx, read: _Read, error_code: int = 0):
     if ctx.metrics is not None:
         _count(ctx, read)
+    if read.throttled:
+        ctx.broker.replicas.leader_quota.record(read.throttled)
     cls = ctx.codec.api.response
     return cls(throttle_time_ms=0, error_code=error_code, session_id=0, responses=[
         cls.Responses(topic=name, partitions=[cls.Responses.Partitions(**kw) for kw in parts])
