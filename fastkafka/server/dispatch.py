@@ -133,8 +133,7 @@ class RequestContext:
     def _record_time(self) -> None:
         now = time.monotonic()
         # a delayed response may be sent before its handler has returned (completed at once)
-        returned = self.returned or now
-        self.metrics.request_done(self.header.api_key, self.received, self.started or now, returned, now)
+        self.metrics.request_done(self.header.api_key, self.received, self.started or now, self.returned or now, now)
 
     def send_then_close(self, response, delay_s: float) -> None:
         """Answer now, close the connection ``delay_s`` later (a failed authentication)."""

@@ -8,9 +8,9 @@ each hook costs the handlers one ``is None`` test.
 
 Cost (DESIGN §1.3, no per-record work): Produce records once per partition appended (its record
 count is the offset span the append was given, its bytes the batch bytes written), Fetch once
-per topic answered, every request once when its response is queued (one lock, four bucket
-increments); nothing walks records. Counts are plain ints under a lock, so a lost increment
-cannot happen with handler threads either.
+per topic answered, every request once when its response is queued (four bucket increments);
+nothing walks records. Each thread counts into its own :class:`_Counts` (no lock on the request
+path, and no increment lost between threads); a scrape adds the threads' counts up.
 
 Names follow Kafka's JMX MBeans as Prometheus' JMX exporter spells them (``domain_type_name``,
 lower case, ``_total`` on counters, times in seconds instead of ms); the mapping:
@@ -56,8 +56,8 @@ Example::
 """
 from __future__ import annotations
 
-import bisect
 import threading
+from bisect import bisect_left
 
 __all__ = ["BrokerMetrics", "TopicCounts", "RequestTimes", "TIME_BUCKETS", "QUEUE", "LOCAL", "REMOTE", "TOTAL"]
 
@@ -90,80 +90,123 @@ class RequestTimes:
         self.buckets = [[0] * (len(TIME_BUCKETS) + 1) for _ in range(4)]
         self.sums = [0.0] * 4
 
+    def add(self, other: "RequestTimes") -> None:
+        self.count += other.count
+        for mine, theirs in zip(self.buckets, other.buckets):
+            for i, n in enumerate(theirs):
+                mine[i] += n
+        for i, v in enumerate(other.sums):
+            self.sums[i] += v
+
+
+class _Counts:
+    """One thread's counts: only that thread writes them; scrapes read them."""
+
+    __slots__ = ("topics", "requests", "failed_authentications")
+
+    def __init__(self):
+        self.topics: dict[str, TopicCounts] = {}
+        self.requests: dict[int, RequestTimes] = {}
+        self.failed_authentications = 0
+
+    def topic(self, topic: str) -> TopicCounts:
+        counts = self.topics.get(topic)
+        if counts is None:
+            counts = self.topics[topic] = TopicCounts()
+        return counts
+
 
 class BrokerMetrics:
     """Thread-safe: every hook may be called from any processor, handler or purgatory thread."""
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._topics: dict[str, TopicCounts] = {}
-        self._requests: dict[int, RequestTimes] = {}
-        self.failed_authentications = 0
+        self._local = threading.local()
+        self._lock = threading.Lock()       # guards the list of threads' counts, not the counts
+        self._all: list[_Counts] = []
 
-    def _topic(self, topic: str) -> TopicCounts:
-        counts = self._topics.get(topic)
-        if counts is None:
-            counts = self._topics.setdefault(topic, TopicCounts())
-        return counts
+    def _mine(self) -> _Counts:
+        try:
+            return self._local.counts
+        except AttributeError:
+            counts = self._local.counts = _Counts()
+            with self._lock:
+                self._all.append(counts)     # a finished thread's counts stay: counters never go back
+            return counts
 
     # --- hooks on the request path (one call per partition or topic, never per record) ---
     def produced(self, topic: str, records: int, nbytes: int) -> None:
         """A leader appended ``records`` records in ``nbytes`` of record batches to ``topic``."""
-        with self._lock:
-            c = self._topic(topic)
-            c.messages_in += records
-            c.bytes_in += nbytes
+        c = self._mine().topic(topic)
+        c.messages_in += records
+        c.bytes_in += nbytes
 
     def produce_requested(self, topic: str, failed_partitions: int) -> None:
         """A Produce request carried ``topic``; ``failed_partitions`` of its partitions failed."""
-        with self._lock:
-            c = self._topic(topic)
-            c.produce_requests += 1
-            c.failed_produce += failed_partitions
+        c = self._mine().topic(topic)
+        c.produce_requests += 1
+        c.failed_produce += failed_partitions
 
     def fetched(self, topic: str, nbytes: int, failed_partitions: int, replication: bool) -> None:
         """A Fetch answer carried ``nbytes`` of ``topic`` (``replication``: to a follower)."""
-        with self._lock:
-            c = self._topic(topic)
-            c.fetch_requests += 1
-            c.failed_fetch += failed_partitions
-            if replication:
-                c.replication_bytes_out += nbytes
-            else:
-                c.bytes_out += nbytes
+        c = self._mine().topic(topic)
+        c.fetch_requests += 1
+        c.failed_fetch += failed_partitions
+        if replication:
+            c.replication_bytes_out += nbytes
+        else:
+            c.bytes_out += nbytes
 
     def authentication_failed(self) -> None:
-        with self._lock:
-            self.failed_authentications += 1
+        self._mine().failed_authentications += 1
 
     def request_done(self, api_key: int, received: float, started: float, returned: float, sent: float) -> None:
         """A request's response was queued at ``sent`` (``time.monotonic`` instants: frame read,
         handler called, handler returned)."""
-        parts = (started - received, returned - started, sent - returned, sent - received)
-        with self._lock:
-            times = self._requests.get(api_key)
-            if times is None:
-                times = self._requests[api_key] = RequestTimes()
-            times.count += 1
-            buckets, sums = times.buckets, times.sums
-            for i, v in enumerate(parts):
-                buckets[i][bisect.bisect_left(TIME_BUCKETS, v)] += 1
-                sums[i] += v
+        try:       # the common case in one step: this thread has counted this API before
+            times = self._local.counts.requests[api_key]
+        except (AttributeError, KeyError):
+            times = self._mine().requests.setdefault(api_key, RequestTimes())
+        times.count += 1
+        (queue, local, remote, total), sums = times.buckets, times.sums
+        v = started - received
+        queue[bisect_left(TIME_BUCKETS, v)] += 1
+        sums[QUEUE] += v
+        v = returned - started
+        local[bisect_left(TIME_BUCKETS, v)] += 1
+        sums[LOCAL] += v
+        v = sent - returned
+        remote[bisect_left(TIME_BUCKETS, v)] += 1
+        sums[REMOTE] += v
+        v = sent - received
+        total[bisect_left(TIME_BUCKETS, v)] += 1
+        sums[TOTAL] += v
 
-    # --- reads for a scrape (copies, so the exporter never holds the lock while formatting) ---
-    def topic_counts(self) -> dict[str, TopicCounts]:
+    # --- reads for a scrape: every thread's counts added up ---
+    def _threads(self) -> list[_Counts]:
         with self._lock:
-            out = {}
-            for topic, c in self._topics.items():
-                copy = out[topic] = TopicCounts()
+            return list(self._all)
+
+    def topic_counts(self) -> dict[str, TopicCounts]:
+        out: dict[str, TopicCounts] = {}
+        for counts in self._threads():
+            for topic, c in list(counts.topics.items()):    # one C call: atomic under the GIL
+                total = out.get(topic)
+                if total is None:
+                    total = out[topic] = TopicCounts()
                 for name in TopicCounts.__slots__:
-                    setattr(copy, name, getattr(c, name))
-            return out
+                    setattr(total, name, getattr(total, name) + getattr(c, name))
+        return out
 
     def request_times(self) -> dict[int, RequestTimes]:
-        with self._lock:
-            out = {}
-            for key, t in self._requests.items():
-                copy = out[key] = RequestTimes()
-                copy.count, copy.buckets, copy.sums = t.count, [list(b) for b in t.buckets], list(t.sums)
-            return out
+        out: dict[int, RequestTimes] = {}
+        for counts in self._threads():
+            for key, t in list(counts.requests.items()):
+                total = out.get(key)
+                if total is None:
+                    total = out[key] = RequestTimes()
+                total.add(t)
+        return out
+
+    @property
+    def failed_authentications(self) -> int:
+        return sum(c.failed_authentications for c in self._threads())

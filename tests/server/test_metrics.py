@@ -11,9 +11,13 @@ import urllib.request
 import pytest
 
 from brokers import free_port, running_broker
-from fastkafka.server.broker import BrokerStartupError
+from fastkafka.config import KafkaConfig
+from fastkafka.protocol import ApiKey
+from fastkafka.server.broker import Broker, BrokerStartupError
+from raw_client import RawClient
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
+pytest.importorskip("confluent_kafka.admin")
 pytest.importorskip("prometheus_client")
 
 pytestmark = pytest.mark.clients
@@ -87,6 +91,33 @@ def test_counters_move_by_exactly_what_was_sent(tmp_path):
     assert after["kafka_server_socketservermetrics_connection_count"] >= 1
     assert after['kafka_server_delayedoperationpurgatory_purgatorysize{delayedoperation="Fetch"}'] >= 0
     assert after['kafka_network_processor_idle_seconds_total{networkprocessor="0"}'] > 0
+
+
+def test_failed_authentications_are_counted(tmp_path):
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+    props = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "sasl"), "metrics.port": 0,
+             "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas}
+    b = Broker(KafkaConfig(props))
+    b.startup()
+    try:
+        name = "kafka_server_socketservermetrics_failed_authentication_total"
+        assert scrape(b)[name] == 0
+        raw = RawClient(b.port)
+        assert raw.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+        assert raw.call(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": b"\0alice\0wrong"}).error_code == 58
+        assert scrape(b)[name] == 1
+        good = RawClient(b.port)
+        assert good.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+        assert good.call(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": b"\0alice\0alice-secret"}).error_code == 0
+        # a real client with a wrong password fails too, and is counted (it may try more than once)
+        admin = confluent_kafka.admin.AdminClient({
+            "bootstrap.servers": f"127.0.0.1:{b.port}", "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "nope"})
+        with pytest.raises(confluent_kafka.KafkaException):
+            admin.list_topics(timeout=3)
+        assert scrape(b)[name] >= 2
+    finally:
+        b.shutdown(10)
 
 
 def test_metrics_are_off_by_default(tmp_path):
