@@ -1,7 +1,6 @@
 """fastkafka.compression against independent codec implementations, corrupt input and bombs."""
 import gzip
 import struct
-import time
 import zlib
 
 import lz4.frame

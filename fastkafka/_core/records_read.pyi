@@ -1,6 +1,6 @@
 """Typing for fastkafka._core.records_read (record streams -> Records / Arrow-layout columns)."""
 from array import array
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Sequence
 
 _Buffer = Any  # any C-contiguous bytes-like object
 

@@ -70,7 +70,7 @@ class UnsupportedCompressionError(UnsupportedCompressionTypeError):
     """A compression codec id we do not know (code 76)."""
 
 
-class ReplicaDivergedError(UnknownServerError):
+class ReplicaDivergedError(UnknownServerError):  # noqa: F405  (from .codes)
     """A follower was handed batches that do not continue its log: it must truncate (by leader
     epoch) before it fetches again. Never sent to a client."""
 

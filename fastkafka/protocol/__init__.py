@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from . import messages  # noqa: F401  (declares every API before the codecs are built)
 from .api_versions import API_NAMES, SUPPORTED, Advertised, ApiKey, encode_api_versions_error
-from .codec import CODECS, Codec, build_all, codec_for
+from .codec import Codec, build_all, codec_for
 from .error_responses import error_response
 from .framing import DEFAULT_MAX_REQUEST_BYTES, FrameDecoder, frame
 from .headers import RequestHeader, read_request_header

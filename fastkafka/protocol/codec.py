@@ -130,7 +130,7 @@ class _Gen:
                 ns[f"_e{i}"] = self.decoder(f.struct, v, flex)
                 null_ok = f.nullable(v)
                 body += ["n, pos = _rlen(buf, pos)", "if n < 0:"]
-                body += [f"    if n != -1: raise _PE('invalid array length %d' % n)",
+                body += ["    if n != -1: raise _PE('invalid array length %d' % n)",
                          f"    {var} = None"] if null_ok else \
                     [f"    raise _PE('invalid length %d of non-nullable {f.name}' % n)"]
                 body += [

@@ -265,7 +265,8 @@ def test_load_in_progress_and_coordinator_shutdown():
     gc.load_all()
     assert gc.fetch_offsets("g", [("t", 0)]) == (0, {("t", 0): None})
     box = h.join()
-    box2 = h.join(client="x")
+    assert box[0].error == 0 and box[0].generation_id == 1     # the loaded group's first member
+    box2 = h.join(client="x")                                   # a rebalance under way at shutdown
     h.gc.shutdown()
     assert box2[0].error == E.NotCoordinatorError.code
     assert h.join()[0].error == E.CoordinatorNotAvailableError.code

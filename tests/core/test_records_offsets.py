@@ -14,7 +14,7 @@ from fastkafka.records import build_batch
 
 
 def batches(counts, codec=0, ts0=1000):
-    out, pos = [], 0
+    out = []
     for i, n in enumerate(counts):
         out.append(build_batch([(b"k", b"v%d" % j, [], ts0 + 10 * i + j) for j in range(n)],
                                compression=codec if i % 2 else 0))

@@ -5,7 +5,6 @@ import os
 import random
 import struct
 import threading
-import time
 
 import pytest
 
