@@ -5,7 +5,6 @@ Every ``fastkafka/_core/*.pyx`` is an extension of the same name; no list to kee
 """
 import glob
 import os
-import sys
 
 from setuptools import Extension, setup
 from Cython.Build import cythonize
