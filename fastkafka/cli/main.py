@@ -32,7 +32,7 @@ TOOLS = {
                      "(kafka-transactions.sh)"),
     "perf": ("fastkafka.cli.perf", "producer / consumer performance test"),
     "load": ("fastkafka.cli.load", "load topics into Parquet with PySpark"),
-    "mirror": ("fastkafka.cli.mirror", "mirror topics from one cluster to another (MirrorMaker)"),
+    "mirror": ("fastkafka.cli.mirror", "mirror topics from one cluster to another (MirrorMaker); translate-offsets"),
 }
 
 

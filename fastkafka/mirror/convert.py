@@ -19,7 +19,10 @@ read_committed only the committed data batches, see ``MessageSet.batches``):
 
 LogAppendTime batches are decoded: each record then carries the append time, which becomes its
 CreateTime on the target -- the timestamp a consumer of the source saw. Offsets of the target are
-its own (consecutive); translating them is the offset-syncs' job, not the records'.
+its own (consecutive); translating them is the offset syncs' job (:mod:`~fastkafka.mirror.syncs`),
+for which each chunk of a same-partition route carries the source offsets of its first and last
+record (``Converted.offsets``; None when records are routed by key: no source offset maps to one
+target partition then).
 
 Example::
 
@@ -30,6 +33,8 @@ Example::
     >>> out = convert(MessageSet("orders", 1, 41, buf), Route("orders", "dc1.orders", 2, 2))
     >>> [(tp, enc.count, enc.base_timestamp) for tp, enc in out.chunks], out.records, out.next_offset
     ([(('dc1.orders', 1), 2, 1001)], 2, 43)
+    >>> out.offsets         # the source offsets of each chunk's first and last record
+    [(41, 42)]
 """
 from __future__ import annotations
 
@@ -67,6 +72,7 @@ class Converted(NamedTuple):
     chunks: list                   # [((target topic, partition), EncodedRecords)]
     records: int
     bytes: int
+    offsets: list | None = None    # per chunk: (first, last) source offset; None: routed by key
 
 
 def convert(ms, route: Route, *, copy_min: int = COPY_MIN, max_batch: int = MAX_BATCH) -> Converted:
@@ -74,6 +80,7 @@ def convert(ms, route: Route, *, copy_min: int = COPY_MIN, max_batch: int = MAX_
     start = ms.offset
     target = (route.target_topic, ms.partition)
     chunks: list = []
+    offsets: list | None = [] if route.same_partitions else None
     pending: list = []               # decoded records waiting to be merged
     pending_bytes = count = nbytes = 0
     for batch in ms.batches():
@@ -83,8 +90,9 @@ def convert(ms, route: Route, *, copy_min: int = COPY_MIN, max_batch: int = MAX_
         if (route.same_partitions and h.base_offset >= start and h.timestamp_type == 0
                 and h.record_count == h.last_offset_delta + 1 and copy_min <= len(stream) <= max_batch):
             if pending:
-                chunks += _encoded(target, pending, pending_bytes, max_batch)
+                chunks += _encoded(target, pending, pending_bytes, max_batch, offsets)
                 pending, pending_bytes = [], 0
+            offsets.append((h.base_offset, h.base_offset + h.last_offset_delta))
             buf = bytearray(_RESERVE)
             buf += stream
             chunks.append((target, EncodedRecords(buf, h.record_count, h.last_offset_delta,
@@ -99,23 +107,25 @@ def convert(ms, route: Route, *, copy_min: int = COPY_MIN, max_batch: int = MAX_
         pending_bytes += len(stream)
         count += len(recs)
         if route.same_partitions and pending_bytes >= max_batch:
-            chunks += _encoded(target, pending, pending_bytes, max_batch)
+            chunks += _encoded(target, pending, pending_bytes, max_batch, offsets)
             pending, pending_bytes = [], 0
     if pending:
         if route.same_partitions:
-            chunks += _encoded(target, pending, pending_bytes, max_batch)
+            chunks += _encoded(target, pending, pending_bytes, max_batch, offsets)
         else:
             chunks += _routed(route, ms.partition, pending, pending_bytes, max_batch)
-    return Converted((ms.topic, ms.partition), ms.next_offset, chunks, count, nbytes)
+    return Converted((ms.topic, ms.partition), ms.next_offset, chunks, count, nbytes, offsets)
 
 
-def _encoded(target, recs: list, nbytes: int, max_batch: int) -> list:
+def _encoded(target, recs: list, nbytes: int, max_batch: int, offsets: list) -> list:
     """``recs`` as streams of about ``max_batch`` bytes (split by their average size), each with
-    consecutive offset deltas: the target producer numbers sequences by record count."""
+    consecutive offset deltas: the target producer numbers sequences by record count. Each
+    stream's first and last source offset go to ``offsets``."""
     per = max(1, len(recs) * max_batch // max(nbytes, 1))
     out = []
     for i in range(0, len(recs), per):
         part = recs[i:i + per]
+        offsets.append((part[0].offset, part[-1].offset))
         if part[-1].offset - part[0].offset + 1 == len(part):   # no gaps: the records as they are
             enc = encode_records(part, 0, base_offset=part[0].offset, reserve=_RESERVE)
         else:   # compacted, or around control/aborted batches: renumber

@@ -46,6 +46,8 @@ has an offset). Read the target with ``isolation.level=read_committed``.
 Both classes take the stream's source :class:`~fastkafka.client.group_member.GroupMember` and
 are driven by one stream thread: ``start`` (assignment -> start offsets), ``send``, ``commit``,
 ``revoke`` (commit, then let go), ``abandon`` (after an error: drop without committing), ``close``.
+Given a :class:`~fastkafka.mirror.syncs.SyncTracker`, both hand it what the target acknowledged
+(each chunk's offset there) for the offset syncs, and flush its waiting syncs when they commit.
 """
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ from fastkafka.client import AdminClient, Producer
 from fastkafka.client.group_member import GroupMember
 
 from .convert import Converted
+from .syncs import SyncTracker
 
 __all__ = ["AtLeastOnce", "ExactlyOnce", "transactional_id"]
 
@@ -87,9 +90,10 @@ class AtLeastOnce:
 
     exactly_once = False
 
-    def __init__(self, member: GroupMember, target: dict):
+    def __init__(self, member: GroupMember, target: dict, syncs: SyncTracker | None = None):
         self.member = member
         self.target = target
+        self.syncs = syncs
         self.producer: Producer | None = None
         self.delivered: dict[tuple[str, int], int] = {}
         self.committed: dict[tuple[str, int], int] = {}
@@ -105,7 +109,14 @@ class AtLeastOnce:
         if chunks:
             if self.producer is None:
                 self.producer = Producer(self.target)
-            self.producer.send_encoded(chunks)
+            acked = self.producer.send_encoded(chunks)
+            if self.syncs is not None:
+                i = 0
+                for part in parts:
+                    n = len(part.chunks)
+                    if n:
+                        self.syncs.acknowledged(part, acked[i:i + n])
+                        i += n
         for part in parts:
             self.delivered[part.source] = part.next_offset
 
@@ -114,12 +125,16 @@ class AtLeastOnce:
         if todo:
             self.member.commit(todo)
             self.committed.update(todo)
+        if self.syncs is not None:
+            self.syncs.commit()
 
     def revoke(self) -> None:
         try:
             self.commit()
         finally:
             self.delivered, self.committed = {}, {}
+            if self.syncs is not None:
+                self.syncs.forget()
 
     def abandon(self) -> None:
         """After an error: what was acknowledged is still committed; the producer (whose
@@ -129,6 +144,8 @@ class AtLeastOnce:
         except errors.KafkaError as e:
             log.warning("commit after an error failed: %s", e)
         self.delivered, self.committed = {}, {}
+        if self.syncs is not None:
+            self.syncs.forget()
         self._close_producer()
 
     def close(self) -> None:
@@ -149,9 +166,11 @@ class ExactlyOnce:
 
     exactly_once = True
 
-    def __init__(self, member: GroupMember, target: dict, group: str, target_topic: Callable[[str], str]):
+    def __init__(self, member: GroupMember, target: dict, group: str, target_topic: Callable[[str], str],
+                 syncs: SyncTracker | None = None):
         self.member = member
         self.target = target
+        self.syncs = syncs
         self.admin = AdminClient(target)     # the target group's offsets (this thread's own)
         self.group = group
         self.target_topic = target_topic
@@ -184,7 +203,11 @@ class ExactlyOnce:
             if part.source not in self.open:
                 self.producers[part.source].begin_transaction()
                 self.open[part.source] = self.committed.get(part.source, -1)
-        self._each([(self.producers[part.source].send_encoded, part.chunks) for part in parts if part.chunks])
+        sent = [part for part in parts if part.chunks]
+        acked = self._each([(self.producers[part.source].send_encoded, part.chunks) for part in sent])
+        if self.syncs is not None:      # an aborted copy's syncs stay true: it is copied again later
+            for part, mds in zip(sent, acked):
+                self.syncs.acknowledged(part, mds)
         for part in parts:
             self.open[part.source] = part.next_offset
 
@@ -205,15 +228,16 @@ class ExactlyOnce:
                 del self.open[tp]
                 self.committed[tp] = offset
             self._mirror_to_source(done)
+            if self.syncs is not None:
+                self.syncs.commit()
 
-    def _each(self, calls: list) -> None:
-        """``fn(arg)`` for each ``(fn, arg)``, concurrently (each on another producer); raises
-        the first error once all are done."""
+    def _each(self, calls: list) -> list:
+        """``fn(arg)`` for each ``(fn, arg)``, concurrently (each on another producer): their
+        results in order; raises the first error once all are done."""
         if len(calls) == 1:
-            calls[0][0](calls[0][1])
-            return
+            return [calls[0][0](calls[0][1])]
         if not calls:
-            return
+            return []
         if self.pool is None:
             self.pool = ThreadPoolExecutor(_POOL, thread_name_prefix="fastkafka-mirror-txn")
         futures = [self.pool.submit(fn, arg) for fn, arg in calls]
@@ -221,6 +245,7 @@ class ExactlyOnce:
         first = next((e for e in errors_ if e is not None), None)
         if first is not None:
             raise first
+        return [f.result() for f in futures]
 
     def _key(self, tp: tuple[str, int]) -> tuple[str, int]:
         """Where the target files ``tp``'s position: the target topic, the source partition."""
@@ -255,6 +280,8 @@ class ExactlyOnce:
             self.pool.shutdown()
 
     def _close_all(self) -> None:
+        if self.syncs is not None:
+            self.syncs.forget()
         for p in self.producers.values():
             try:
                 p.close()

@@ -7,21 +7,32 @@ reconfigured source topics and every ``progress_interval_s`` reports progress. `
 thread, or SIGTERM through the command) makes ``run()`` return after each stream committed
 what it delivered -- for exactly-once, after committing its open transactions. All state lives
 in the two clusters (the group's offsets on the source, or on the target with exactly-once;
-the topics themselves), so a mirror restarted anywhere carries on where the last one stopped.
+the topics themselves, the offset syncs and checkpoints on the target), so a mirror restarted
+anywhere carries on where the last one stopped.
+
+Offset translation (MirrorMaker 2's): the streams write offset syncs to the target
+(:mod:`~fastkafka.mirror.syncs`) and a checkpointer thread translates the source's consumer
+groups' offsets into checkpoints there (:mod:`~fastkafka.mirror.checkpoints`).
 """
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from typing import Callable
 
 from fastkafka.client import AdminClient, ClientConfig
 
+from fastkafka import errors
+
+from .checkpoints import EMIT_CHECKPOINTS_INTERVAL_S, Checkpointer
 from .convert import Route
-from .naming import TopicSelector
+from .internal import ensure_topic
+from .naming import TopicSelector, checkpoints_topic, offset_syncs_topic
 from .progress import lag_by_topic, progress_line
 from .stream import Stream
+from .syncs import OFFSET_LAG_MAX, SyncWriter
 from .topics import TopicSync
 
 __all__ = ["Mirror", "DEFAULT_GROUP"]
@@ -50,6 +61,13 @@ class Mirror:
     ``config_sync_interval_ms``: how often changed topic configs are copied;
     ``replication_factor`` of created topics (-1: the target's default). ``progress(line)`` gets a
     progress line every ``progress_interval_s``.
+    Offset translation: ``emit_offset_syncs`` (default on) writes offset syncs to the target's
+    ``mm2-offset-syncs.<source_alias>.internal`` (a sync when the translation would lag
+    ``offset_lag_max`` records, MM2's ``offset.lag.max``); every ``emit_checkpoints_interval_s``
+    (default 60, 0: never) the committed offsets of the source's groups matching
+    ``checkpoint_groups`` (a regex; default every group but the mirror's) are translated into
+    ``<source_alias>.checkpoints.internal`` (``source`` when no alias is given); see
+    :func:`fastkafka.mirror.translate_offsets`.
 
     Example (two one-broker clusters, ``dc1`` mirrored into ``dc2``)::
 
@@ -89,9 +107,14 @@ class Mirror:
                  prefix_topics: bool = False, exactly_once: bool = False,
                  commit_interval_ms: int | None = None, refresh_interval_ms: int = 5000,
                  config_sync_interval_ms: int = 30_000, replication_factor: int = -1,
-                 progress_interval_s: float = 5.0, progress: Callable[[str], None] | None = None):
+                 progress_interval_s: float = 5.0, progress: Callable[[str], None] | None = None,
+                 emit_offset_syncs: bool = True, offset_lag_max: int = OFFSET_LAG_MAX,
+                 emit_checkpoints_interval_s: float = EMIT_CHECKPOINTS_INTERVAL_S,
+                 checkpoint_groups: str | None = None):
         if num_streams < 1:
             raise ValueError("num_streams must be at least 1")
+        if offset_lag_max < 0:
+            raise ValueError("offset_lag_max must not be negative")
         self.selector = TopicSelector(topics, whitelist, blacklist, source_alias=source_alias,
                                       target_alias=target_alias, prefix=prefix_topics)
         self.exactly_once = exactly_once
@@ -110,6 +133,15 @@ class Mirror:
         self.replication_factor = replication_factor
         self.progress_s = progress_interval_s
         self.progress = progress
+        self.source_alias = source_alias
+        self.emit_offset_syncs = emit_offset_syncs
+        self.offset_lag_max = offset_lag_max
+        self.emit_checkpoints_s = emit_checkpoints_interval_s
+        self.checkpoint_groups = checkpoint_groups
+        if checkpoint_groups:
+            re.compile(checkpoint_groups)       # a bad regex fails now
+        self.sync_writer: SyncWriter | None = None
+        self.checkpointer: Checkpointer | None = None
         self.streams: list[Stream] = []
         self._routes: tuple[int, dict[str, Route]] = (0, {})
         self._lock = threading.Lock()
@@ -124,6 +156,7 @@ class Mirror:
         sync = TopicSync(source, target, self.selector, replication_factor=self.replication_factor)
         try:
             self._sync(sync, configs=False)
+            self._start_translation(target)
             self.streams = [Stream(self, i) for i in range(self.num_streams)]
             for s in self.streams:
                 s.start()
@@ -148,6 +181,13 @@ class Mirror:
                 s.stop()
             for s in self.streams:
                 s.join()
+            if self.sync_writer is not None:      # the streams' last syncs, then the last checkpoints
+                self.sync_writer.close()
+                self.sync_writer = None
+            if self.checkpointer is not None:
+                self.checkpointer.stop()
+                self.checkpointer.join(60)
+                self.checkpointer = None
             source.close()
             target.close()
 
@@ -170,6 +210,21 @@ class Mirror:
         return lag_by_topic(lag)
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _start_translation(self, target: AdminClient) -> None:
+        """Create the offset-syncs and checkpoints topics on the target, start their writers."""
+        wanted = ([offset_syncs_topic(self.source_alias)] if self.emit_offset_syncs else []) + (
+            [checkpoints_topic(self.source_alias)] if self.emit_checkpoints_s > 0 else [])
+        for name in wanted:
+            try:
+                ensure_topic(target, name, self.replication_factor)
+            except errors.KafkaError as e:
+                log.warning("cannot create %s on the target: %s", name, e)
+        if self.emit_offset_syncs:
+            self.sync_writer = SyncWriter(self.target_props, offset_syncs_topic(self.source_alias))
+        if self.emit_checkpoints_s > 0:
+            self.checkpointer = Checkpointer(self, self.emit_checkpoints_s, self.checkpoint_groups)
+            self.checkpointer.start()
 
     def _sync(self, sync: TopicSync, configs: bool) -> None:
         try:

@@ -9,7 +9,10 @@ alias -- a topic carrying that alias as a prefix: it was mirrored *from* the tar
 copying it back would loop forever in an active/active pair.
 
 Naming: with ``prefix`` a topic ``orders`` of the cluster aliased ``dc1`` is ``dc1.orders`` on
-the target (MM2's DefaultReplicationPolicy, separator ``.``); without, the name is kept.
+the target (MM2's DefaultReplicationPolicy, separator ``.``); without, the name is kept. The
+internal topics of offset translation, both on the target, are named after the source's alias
+(``source`` when none is given, MM2's default): ``mm2-offset-syncs.<alias>.internal`` and
+``<alias>.checkpoints.internal``.
 
 Example (the B -> A half of an active/active pair: ``A.orders`` on B is A's own data)::
 
@@ -20,14 +23,27 @@ Example (the B -> A half of an active/active pair: ``A.orders`` on B is A's own 
     ('B.orders', 'B.C.orders')
     >>> TopicSelector(topics=["a", "b"]).selects("c")
     False
+    >>> offset_syncs_topic("B"), checkpoints_topic(None)
+    ('mm2-offset-syncs.B.internal', 'source.checkpoints.internal')
 """
 from __future__ import annotations
 
 from fastkafka.client import Blacklist, Whitelist
 
-__all__ = ["TopicSelector", "SEPARATOR"]
+__all__ = ["TopicSelector", "SEPARATOR", "DEFAULT_SOURCE_ALIAS", "offset_syncs_topic", "checkpoints_topic"]
 
 SEPARATOR = "."
+DEFAULT_SOURCE_ALIAS = "source"      # MM2's source.cluster.alias default
+
+
+def offset_syncs_topic(source_alias: str | None) -> str:
+    """The offset-syncs topic (on the target) of a mirror from the cluster ``source_alias``."""
+    return f"mm2-offset-syncs{SEPARATOR}{source_alias or DEFAULT_SOURCE_ALIAS}{SEPARATOR}internal"
+
+
+def checkpoints_topic(source_alias: str | None) -> str:
+    """The checkpoints topic (on the target) of a mirror from the cluster ``source_alias``."""
+    return f"{source_alias or DEFAULT_SOURCE_ALIAS}{SEPARATOR}checkpoints{SEPARATOR}internal"
 
 
 class TopicSelector:

@@ -34,6 +34,7 @@ from .convert import Converted
 from .delivery import AtLeastOnce, ExactlyOnce
 from .prefetch import Prefetcher
 from .progress import Stats
+from .syncs import SyncTracker
 
 __all__ = ["Stream"]
 
@@ -44,7 +45,9 @@ _MORE = 3       # polls' results sent together at most, beyond the first
 class Stream(threading.Thread):
     """A mirror stream thread. ``context`` provides ``source_config`` (ClientConfig),
     ``target_props`` (dict), ``group``, ``selector`` (TopicSelector), ``exactly_once``,
-    ``commit_interval_ms`` and ``routes()`` -> ``(version, {source topic: Route})``."""
+    ``commit_interval_ms``, ``routes()`` -> ``(version, {source topic: Route})``, and
+    ``sync_writer`` (a :class:`~fastkafka.mirror.syncs.SyncWriter`, or None: no offset syncs)
+    with ``offset_lag_max``."""
 
     def __init__(self, context, index: int):
         super().__init__(name=f"fastkafka-mirror-{index}", daemon=True)
@@ -55,9 +58,11 @@ class Stream(threading.Thread):
         c = context.source_config
         self.cluster = Cluster(c)
         self.member = GroupMember(self.cluster, context.group)
+        writer = getattr(context, "sync_writer", None)
+        syncs = None if writer is None else SyncTracker(writer, context.offset_lag_max)
         self.delivery = (ExactlyOnce(self.member, context.target_props, context.group,
-                                     context.selector.target_topic)
-                         if context.exactly_once else AtLeastOnce(self.member, context.target_props))
+                                     context.selector.target_topic, syncs)
+                         if context.exactly_once else AtLeastOnce(self.member, context.target_props, syncs))
         self.prefetcher = Prefetcher(Fetcher(Cluster(c), isolation_level=1),
                                      name=f"fastkafka-mirror-{index}-fetch")
         self.default_start = EARLIEST if c["auto.offset.reset"] == "earliest" else LATEST
@@ -121,7 +126,8 @@ class Stream(threading.Thread):
                 prev = parts.get(part.source)
                 parts[part.source] = part if prev is None else Converted(
                     part.source, part.next_offset, prev.chunks + part.chunks,
-                    prev.records + part.records, prev.bytes + part.bytes)
+                    prev.records + part.records, prev.bytes + part.bytes,
+                    None if prev.offsets is None or part.offsets is None else prev.offsets + part.offsets)
             lag.update(item.lag)
         self.delivery.send(list(parts.values()))
         self.stats.add(sum(p.records for p in parts.values()), sum(p.bytes for p in parts.values()), lag)

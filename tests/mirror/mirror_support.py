@@ -50,6 +50,11 @@ class MirrorProcess:
             self.proc.wait()
             raise AssertionError(f"mirror did not stop on SIGTERM:\n{self.output()}") from None
 
+    def up(self) -> bool:
+        """The last start got past its start-up (its SIGTERM handler is in place): it logged the
+        topics it mirrors. A SIGTERM before that ends the interpreter as Python does (-15)."""
+        return "INFO fastkafka.mirror: mirroring " in self.log_path.read_text().rsplit("--- start", 1)[-1]
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 

@@ -94,6 +94,7 @@ def test_kill9_at_random_points_under_load(clusters, mirror, exactly_once):
             assert m.alive(), m.output()
             m.kill()
             m.start()
+        wait_for(m.up, 30, "the mirror started again", m.output)    # (slow on a loaded machine)
         time.sleep(2.0)
         # SIGTERM under load: the streams commit what they copied (exactly-once: their open
         # transactions), leave no transaction open, and exit 0

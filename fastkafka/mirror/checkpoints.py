@@ -1,0 +1,273 @@
+"""Checkpoints: the source's consumer groups' positions translated to the target, so a group can
+move there and resume -- MirrorMaker 2's checkpoints and ``RemoteClusterUtils.translateOffsets``.
+
+**Emitting** (:class:`Checkpointer`, a thread of the running mirror, every
+``emit_checkpoints_interval_s``, MM2's ``emit.checkpoints.interval.seconds``): read what is new in
+the offset-syncs topic (:mod:`~fastkafka.mirror.syncs`), list the source's consumer groups
+(those matching ``checkpoint_groups``, a regex over the whole name, default all; never the
+mirror's own group), and translate each group's committed offsets of the mirrored topics through
+the latest sync at or below them (:meth:`~fastkafka.mirror.syncs.SyncStore.translate`: never past
+a record the group has not consumed). Each translation becomes a :class:`Checkpoint` record
+``(group, target topic, partition) -> (source offset, target offset, metadata)`` in the target's
+``<source-alias>.checkpoints.internal`` (one partition, compacted; MM2's layout: key STRING group,
+STRING topic, INT32 partition; value INT16 version 0, INT64 upstream, INT64 downstream, STRING
+metadata). As in MM2 a checkpoint is written only when it is new: the first for its partition, an
+upstream rewind (the group was reset on the source), or a later target offset -- a translation
+never moves a group's checkpoint backwards otherwise.
+
+**Using them** (:func:`translate_offsets`, :func:`apply_offsets`; ``fastkafka mirror
+translate-offsets``): the latest checkpoints of a group, read from the target alone -- what is
+left when the source is gone -- or, given the source, its committed offsets translated now through
+the offset syncs. :func:`apply_offsets` commits them for the group on the target, which must have
+no active members there (like ``kafka-consumer-groups --reset-offsets``); the group's consumers
+then start on the target where the translation says: nothing it had not consumed on the source is
+skipped, and at most the records between the sync used and its position are read again.
+
+Example (``dc1`` mirrored into ``dc2``, whose ``orders`` already held 5 records of its own)::
+
+    >>> import tempfile, threading, time
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.server.broker import Broker
+    >>> from fastkafka.client import AdminClient, Producer, ProducerData
+    >>> from fastkafka.mirror import Mirror
+    >>> def cluster():
+    ...     b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp(),
+    ...                             "group.initial.rebalance.delay.ms": 0}))
+    ...     b.startup()
+    ...     return b, f"127.0.0.1:{b.port}"
+    >>> (dc1, source), (dc2, target) = cluster(), cluster()
+    >>> _ = dc1.topics.create("orders", 1); _ = dc2.topics.create("orders", 1)
+    >>> with Producer({"bootstrap.servers": target}) as p:
+    ...     _ = p.send(ProducerData("orders", None, [b"dc2's own"] * 5))
+    >>> with Producer({"bootstrap.servers": source}) as p:
+    ...     _ = p.send(ProducerData("orders", None, [b"order %d" % i for i in range(10)]))
+    >>> with AdminClient({"bootstrap.servers": source}) as a:     # billing has read 4 of them on dc1
+    ...     a.commit_offsets("billing", {("orders", 0): 4})
+    >>> m = Mirror(source, target, topics=["orders"], source_alias="dc1", emit_checkpoints_interval_s=0.2)
+    >>> t = threading.Thread(target=m.run); t.start()
+    >>> for _ in range(600):                      # within 30 s
+    ...     if translate_offsets(target, "billing", source_alias="dc1"):
+    ...         break
+    ...     time.sleep(0.05)
+    >>> translate_offsets(target, "billing", source_alias="dc1")   # the sync: dc1's 0 is dc2's 5
+    {('orders', 0): Checkpoint(group='billing', topic='orders', partition=0, upstream=4, downstream=6, metadata='')}
+    >>> apply_offsets(target, "billing", {("orders", 0): 6})
+    >>> with AdminClient({"bootstrap.servers": target}) as a:  # it reads dc1's 1.. 9: no order is missed
+    ...     a.committed_offsets("billing")
+    {('orders', 0): 6}
+    >>> m.stop(); t.join(); dc1.shutdown(); dc2.shutdown()
+"""
+from __future__ import annotations
+
+import logging
+import re
+import struct
+import threading
+import time
+from typing import NamedTuple
+
+from fastkafka import errors
+from fastkafka.client import AdminClient, ClientConfig, Producer, ProducerData
+
+from .internal import TopicReader, read_string, string
+from .naming import TopicSelector, checkpoints_topic, offset_syncs_topic
+from .syncs import SyncStore, read_syncs
+
+__all__ = ["Checkpoint", "Checkpointer", "translate_offsets", "apply_offsets", "read_checkpoints",
+           "EMIT_CHECKPOINTS_INTERVAL_S"]
+
+log = logging.getLogger("fastkafka.mirror")
+EMIT_CHECKPOINTS_INTERVAL_S = 60.0       # MM2's emit.checkpoints.interval.seconds default
+_I16, _I32, _VALUE = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">qq")
+_INACTIVE = ("Empty", "Dead")            # group states without members (Kafka's reset rule)
+
+
+class Checkpoint(NamedTuple):
+    """``group``'s position ``upstream`` in the source partition copied to ``topic``-``partition``
+    of the target is ``downstream`` there."""
+    group: str
+    topic: str
+    partition: int
+    upstream: int
+    downstream: int
+    metadata: str = ""
+
+    def key(self) -> bytes:
+        return string(self.group) + string(self.topic) + _I32.pack(self.partition)
+
+    def value(self) -> bytes:
+        return _I16.pack(0) + _VALUE.pack(self.upstream, self.downstream) + string(self.metadata)
+
+    @classmethod
+    def decode(cls, key: bytes, value: bytes) -> "Checkpoint":
+        group, pos = read_string(key, 0)
+        topic, pos = read_string(key, pos)
+        (partition,) = _I32.unpack_from(key, pos)
+        (version,) = _I16.unpack_from(value, 0)
+        if version != 0:
+            raise ValueError(f"checkpoint version {version} is not known")
+        upstream, downstream = _VALUE.unpack_from(value, 2)
+        metadata, _ = read_string(value, 2 + _VALUE.size)
+        return cls(group, topic, partition, upstream, downstream, metadata)
+
+
+def read_checkpoints(reader: TopicReader, into: dict | None = None) -> dict[tuple[str, str, int], Checkpoint]:
+    """The latest checkpoint of each ``(group, topic, partition)`` in what ``reader`` has not read."""
+    out = {} if into is None else into
+    for key, value in reader.read():
+        if key is None or value is None:
+            continue
+        try:
+            c = Checkpoint.decode(key, value)
+        except (struct.error, UnicodeDecodeError, ValueError) as e:
+            log.warning("skipping a malformed checkpoint in %s: %s", reader.topic, e)
+            continue
+        out[c.group, c.topic, c.partition] = c
+    return out
+
+
+def _translated(store: SyncStore, selector: TopicSelector, group: str, committed: dict[tuple[str, int], int],
+                missing: list | None = None) -> list[Checkpoint]:
+    """The checkpoints of ``group``'s ``committed`` source offsets (mirrored topics only); the
+    partitions without a translation go to ``missing``."""
+    out = []
+    for (topic, p), offset in sorted(committed.items()):
+        if not selector.selects(topic):
+            continue
+        d = store.translate((topic, p), offset)
+        if d is None or d < 0:
+            if missing is not None:
+                missing.append(((topic, p), offset, d))
+            continue
+        out.append(Checkpoint(group, selector.target_topic(topic), p, offset, d))
+    return out
+
+
+class Checkpointer(threading.Thread):
+    """The running mirror's checkpoint emitter. ``context`` provides ``source_config``,
+    ``target_config``, ``target_props``, ``group`` (never checkpointed), ``selector`` and
+    ``source_alias``; ``groups``: a regex of the groups to checkpoint (None: all)."""
+
+    def __init__(self, context, interval_s: float, groups: str | None = None):
+        super().__init__(name="fastkafka-mirror-checkpoints", daemon=True)
+        self.context = context
+        self.interval_s = interval_s
+        self.groups = re.compile(groups) if groups else None
+        self.emitted = 0
+        self._stop_event = threading.Event()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def wanted(self, group: str) -> bool:
+        return group != self.context.group and (self.groups is None or self.groups.fullmatch(group) is not None)
+
+    def run(self) -> None:
+        c = self.context
+        alias = c.source_alias
+        source = AdminClient(c.source_config)
+        syncs = TopicReader(c.target_config, offset_syncs_topic(alias))
+        checkpoints = TopicReader(c.target_config, checkpoints_topic(alias))
+        producer = Producer({**c.target_props, "producer.type": "sync"})
+        store = SyncStore()
+        last: dict | None = None
+        try:
+            while True:
+                stopping = self._stop_event.wait(self.interval_s)
+                try:
+                    if last is None:     # what earlier runs emitted: checkpoints only move forward
+                        last = read_checkpoints(checkpoints)
+                    self._emit(source, syncs, store, producer, last)
+                except errors.KafkaError as e:
+                    log.warning("checkpoints not emitted: %s", e)
+                if stopping:
+                    return
+        finally:
+            for closeable in (producer, syncs, checkpoints, source):
+                try:
+                    closeable.close()
+                except errors.KafkaError as e:
+                    log.debug("closing the checkpointer: %s", e)
+
+    def _emit(self, source: AdminClient, syncs: TopicReader, store: SyncStore, producer: Producer,
+              last: dict) -> None:
+        read_syncs(syncs, store)
+        if not store.syncs:
+            return
+        out = []
+        for group in sorted({g for g, _protocol in source.list_groups()}):
+            if not self.wanted(group):
+                continue
+            try:
+                committed = source.committed_offsets(group)
+            except errors.KafkaError as e:
+                log.warning("offsets of group %s not read: %s", group, e)
+                continue
+            for cp in _translated(store, self.context.selector, group, committed):
+                key = (cp.group, cp.topic, cp.partition)
+                prev = last.get(key)
+                if prev is None or cp.upstream < prev.upstream or cp.downstream > prev.downstream:
+                    out.append(cp)
+        if out:
+            topic = checkpoints_topic(self.context.source_alias)
+            ts = int(time.time() * 1000)
+            producer.send([ProducerData(topic, cp.key(), [cp.value()], partition=0, timestamp=ts) for cp in out])
+            for cp in out:
+                last[cp.group, cp.topic, cp.partition] = cp
+            self.emitted += len(out)
+            log.debug("%d checkpoints emitted", len(out))
+
+
+def _config(cluster: str | dict | ClientConfig) -> ClientConfig:
+    if isinstance(cluster, ClientConfig):
+        return cluster
+    return ClientConfig({"bootstrap.servers": cluster} if isinstance(cluster, str) else dict(cluster))
+
+
+def translate_offsets(target: str | dict, group: str, *, source: str | dict | None = None,
+                      source_alias: str | None = None, prefix_topics: bool = False,
+                      missing: list | None = None) -> dict[tuple[str, int], Checkpoint]:
+    """``group``'s offsets for the target cluster: ``{(target topic, partition): Checkpoint}``,
+    the target offset in ``.downstream``.
+
+    Without ``source``: the latest checkpoints the mirror from the cluster ``source_alias``
+    wrote to the target (MM2's ``RemoteClusterUtils.translateOffsets``; works with the source
+    gone; as old as the mirror's last checkpoint round). With ``source`` (bootstrap servers or
+    client properties): the group's committed offsets on the source now, translated through the
+    offset syncs on the target; the topics are named as the mirror names them (``prefix_topics``:
+    ``<source_alias>.<topic>``), and the source partitions that cannot be translated (no sync
+    at or below the offset yet) are appended to ``missing`` as ``((topic, partition), offset,
+    None or -1)``. See the module's example.
+    """
+    target_config = _config(target)
+    if source is None:
+        with TopicReader(target_config, checkpoints_topic(source_alias)) as reader:
+            latest = read_checkpoints(reader)
+        return {(c.topic, c.partition): c for (g, _t, _p), c in sorted(latest.items()) if g == group}
+    selector = TopicSelector(source_alias=source_alias, prefix=prefix_topics)
+    store = SyncStore()
+    with TopicReader(target_config, offset_syncs_topic(source_alias)) as reader:
+        read_syncs(reader, store)
+    with AdminClient(_config(source)) as admin:
+        committed = admin.committed_offsets(group)
+    return {(c.topic, c.partition): c for c in _translated(store, selector, group, committed, missing)}
+
+
+def apply_offsets(target: str | dict, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit ``offsets`` (``{(topic, partition): offset}``) for ``group`` on the target cluster.
+    Refused (NonEmptyGroupError) while the group has active members there: their own commits
+    would overwrite these."""
+    with AdminClient(_config(target)) as admin:
+        state = admin.describe_group(group).group_state
+        if state not in _INACTIVE:
+            raise errors.NonEmptyGroupError(
+                f"group {group!r} has active members on the target (state {state}): stop its "
+                f"consumers there before committing translated offsets")
+        if not offsets:
+            return
+        try:
+            admin.commit_offsets(group, offsets)
+        except (errors.UnknownMemberIdError, errors.IllegalGenerationError, errors.RebalanceInProgressError):
+            raise errors.NonEmptyGroupError(
+                f"group {group!r} got active members on the target while its offsets were being "
+                f"committed: stop its consumers there first") from None

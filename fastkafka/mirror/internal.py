@@ -1,0 +1,105 @@
+"""The mirror's internal topics on the target: creating them, reading them back, and MirrorMaker 2's
+record layout.
+
+Offset translation keeps its state in two topics of the *target* cluster (so it survives the loss
+of the source): the offset syncs (:mod:`~fastkafka.mirror.syncs`) and the checkpoints
+(:mod:`~fastkafka.mirror.checkpoints`). Both are MirrorMaker 2's: one partition, compacted (a key
+per source partition, or per group and partition: only the latest record of each matters), and
+records in MM2's binary layout -- Kafka's protocol types, big-endian: STRING is an INT16 length
+and UTF-8 bytes -- so Kafka's own tools (``RemoteClusterUtils.translateOffsets``, the
+``OffsetSyncFormatter`` and ``CheckpointFormatter`` of ``kafka-console-consumer``) read ours.
+
+Example::
+
+    >>> k = string("orders") + struct.pack(">i", 2)
+    >>> read_string(k, 0)
+    ('orders', 8)
+"""
+from __future__ import annotations
+
+import logging
+import struct
+import time
+
+from fastkafka import errors
+from fastkafka.client import AdminClient, ClientConfig
+from fastkafka.client.fetcher import EARLIEST, Fetcher
+
+__all__ = ["string", "read_string", "ensure_topic", "TopicReader", "INTERNAL_CONFIGS"]
+
+log = logging.getLogger("fastkafka.mirror")
+_I16 = struct.Struct(">h")
+INTERNAL_CONFIGS = {"cleanup.policy": "compact"}
+
+
+def string(s: str) -> bytes:
+    """Kafka's protocol STRING: INT16 length, UTF-8 bytes."""
+    b = s.encode()
+    return _I16.pack(len(b)) + b
+
+
+def read_string(buf: bytes, pos: int) -> tuple[str, int]:
+    """The STRING at ``pos`` and the position after it."""
+    (n,) = _I16.unpack_from(buf, pos)
+    pos += 2
+    return bytes(buf[pos:pos + n]).decode(), pos + n
+
+
+def _exists(admin: AdminClient, name: str) -> bool:
+    try:
+        return bool(admin.describe_topics([name])[name].partitions)
+    except errors.UnknownTopicOrPartitionError:
+        return False
+
+
+def ensure_topic(admin: AdminClient, name: str, replication_factor: int = -1) -> None:
+    """Create the internal topic ``name`` (one partition, compacted) unless it exists."""
+    if _exists(admin, name):
+        return
+    try:
+        admin.create_topic(name, 1, replication_factor, dict(INTERNAL_CONFIGS))
+        log.info("created %s", name)
+    except errors.TopicAlreadyExistsError:
+        pass
+
+
+class TopicReader:
+    """Reads the one partition of an internal topic from its start, more on each :meth:`read`.
+    Never creates the topic (a missing one reads as empty). One thread uses it."""
+
+    def __init__(self, config: dict | ClientConfig, topic: str):
+        config = config if isinstance(config, ClientConfig) else ClientConfig(config)
+        self.admin = AdminClient(config.with_overrides(auto_offset_reset="earliest"))
+        self.topic = topic
+        self.fetcher: Fetcher | None = None
+
+    def close(self) -> None:
+        if self.fetcher is not None:
+            self.fetcher.close()
+        self.admin.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def read(self, timeout: float = 30.0) -> list[tuple[bytes | None, bytes | None]]:
+        """``[(key, value)]`` of the records appended since the last read, up to the end the
+        partition had when called."""
+        tp = (self.topic, 0)
+        if self.fetcher is None and not _exists(self.admin, self.topic):
+            return []
+        end = self.admin.list_offsets(self.topic, -1)[0]
+        if self.fetcher is None:
+            self.fetcher = Fetcher(self.admin.cluster, max_wait_ms=0)
+            self.fetcher.assign({tp: EARLIEST})
+        out = []
+        deadline = time.monotonic() + timeout
+        while self.fetcher.positions[tp] < end:
+            if time.monotonic() > deadline:
+                raise errors.RequestTimedOutError(f"reading {self.topic} to offset {end} took over {timeout} s")
+            for ms in self.fetcher.poll():
+                for mo in ms:
+                    out.append((mo.message.key, mo.message.value))
+        return out
