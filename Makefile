@@ -17,7 +17,7 @@ $(VPY):
 
 # Re-install when the declared dependencies change.
 $(STAMP): pyproject.toml setup.py | $(VPY)
-	$(VPY) -m pip install -q --no-build-isolation --config-settings editable_mode=compat -e '.[test,spark,bench,metrics]'
+	$(VPY) -m pip install -q --no-build-isolation --config-settings editable_mode=compat -e '.[test,spark,connect,bench,metrics]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -47,7 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cast-strings", action="store_true", help="store key and value as strings")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="any other fastkafka source option (repeatable)")
-    p.add_argument("--master", default="local[2]", help="Spark master for a new session")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--master", default="local[2]",
+                       help="Spark master URL of a new session, as spark-submit's: local[2] (default), "
+                            "spark://host:7077 (a standalone cluster), yarn, k8s://...")
+    where.add_argument("--remote", metavar="URL",
+                       help="run the load through a Spark Connect server (sc://host:15002) instead; "
+                            "the server's Python must have fastkafka[spark] installed")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="Spark configuration of the session, as spark-submit's --conf "
+                        "(spark.executor.memory=2g; repeatable)")
     return p
 
 
@@ -61,31 +70,58 @@ def _source_options(args) -> dict:
         opts["subscribePattern"] = args.pattern
     if args.max_offsets_per_trigger:
         opts["maxOffsetsPerTrigger"] = str(args.max_offsets_per_trigger)
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"fastkafka load: --option needs KEY=VALUE, got {item!r}")
-        opts[key.strip()] = value.strip()
+    opts.update(_key_values(args.option, "--option"))
     return opts
 
 
+def _key_values(items: list[str], flag: str) -> dict:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"fastkafka load: {flag} needs KEY=VALUE, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _session(args):
+    """The session a load runs in: a Spark Connect client with ``--remote`` (the server finds
+    ``format("fastkafka")`` by name; nothing is registered from here), else a new driver on
+    ``--master``. Returns ``(spark, stop)``; an already active session is used and not stopped."""
+    from pyspark.sql import SparkSession
+    conf = _key_values(args.conf, "--conf")
+    if args.remote:
+        builder = SparkSession.builder.remote(args.remote)
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate(), True
+    import fastkafka.spark as fks
+    existing = SparkSession.getActiveSession()
+    if existing is not None:
+        fks.register(existing)
+        return existing, False
+    return fks.local_session("fastkafka-load", master=args.master, spark_conf=conf), True
+
+
 def _offsets(text: str | None) -> dict:
-    # Spark reports a first batch's start as "null" (or None), later ones as the offsets JSON.
-    return (json.loads(text) if text else None) or {}
+    # Spark reports a first batch's start as "null" (None, or "None" where py4j's None was str()ed),
+    # later ones as the offsets JSON.
+    return (json.loads(text) if text and text != "None" else None) or {}
 
 
-def _describe(progress: dict) -> str:
-    rows = progress["numInputRows"]
-    rate = progress.get("processedRowsPerSecond") or 0.0
+def _describe(progress) -> str:
+    # progress: a StreamingQueryProgress. Through Spark Connect its JSON carries the row counts only
+    # per source, so the properties (which sum the sources when needed) are read, not the keys.
+    rate = progress.processedRowsPerSecond or 0.0
     moved = []
-    for src in progress.get("sources", []):
-        start, end = _offsets(src.get("startOffset")), _offsets(src.get("endOffset"))
+    for src in progress.sources:
+        start, end = _offsets(src.startOffset), _offsets(src.endOffset)
         for topic, parts in sorted(end.items()):
             for p, off in sorted(parts.items(), key=lambda kv: int(kv[0])):
                 before = start.get(topic, {}).get(p)
                 if before != off:
                     moved.append(f"{topic}-{p} {before if before is not None else '?'}->{off}")
-    return (f"batch {progress['batchId']}: {rows} rows, {rate:.0f} rows/s"
+    return (f"batch {progress.batchId}: {progress.numInputRows} rows, {rate:.0f} rows/s"
             + (", " + ", ".join(moved) if moved else ""))
 
 
@@ -128,16 +164,15 @@ def run_load(spark, args, out=None, transform=None) -> dict:
     def report():
         nonlocal rows, batches, offsets
         for p in query.recentProgress:
-            if p["batchId"] in seen:
+            if p.batchId in seen:
                 continue
-            seen.add(p["batchId"])
-            if p["numInputRows"] or any(src.get("startOffset") != src.get("endOffset")
-                                        for src in p.get("sources", [])):
-                rows += p["numInputRows"]
+            seen.add(p.batchId)
+            if p.numInputRows or any(src.startOffset != src.endOffset for src in p.sources):
+                rows += p.numInputRows
                 batches += 1
                 print(_describe(p), file=out, flush=True)
-            for src in p.get("sources", []):
-                offsets = _offsets(src.get("endOffset")) or offsets
+            for src in p.sources:
+                offsets = _offsets(src.endOffset) or offsets
 
     while not query.awaitTermination(0.5):
         report()
@@ -153,22 +188,19 @@ def run_load(spark, args, out=None, transform=None) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        import fastkafka.spark as fks
-        from pyspark.sql import SparkSession
+        import pyspark.sql  # noqa: F401 - the spark extra
     except ImportError as e:
         print(f"fastkafka load: needs the spark extra (pip install 'fastkafka[spark]'): {e}",
               file=sys.stderr)
         return 1
-    existing = SparkSession.getActiveSession()
-    spark = existing or fks.local_session("fastkafka-load", master=args.master)
-    fks.register(spark)
+    spark, owned = _session(args)
     try:
         run_load(spark, args)
     except Exception as e:  # noqa: BLE001 - one line for the operator, status 1
         print(f"fastkafka load: {e}", file=sys.stderr)
         return 1
     finally:
-        if existing is None:
+        if owned:
             spark.stop()
     return 0
 

@@ -48,17 +48,22 @@ def register(spark) -> None:
     spark.dataSource.register(FastKafkaSource)
 
 
-def local_session(app_name: str = "fastkafka", master: str = "local[2]", **conf):
-    """A local SparkSession with the UI off and few shuffle partitions, ``fastkafka`` registered.
+def local_session(app_name: str = "fastkafka", master: str = "local[2]", spark_conf=None, **conf):
+    """A SparkSession with the UI off and few shuffle partitions, ``fastkafka`` registered:
+    local by default, or a driver of any other ``master`` (``spark://host:7077``); only a local
+    one is bound to loopback.
 
-    ``conf`` keys use ``_`` for ``.`` (``sql_shuffle_partitions=4``)."""
-    setup_environment(local=True)
+    ``conf`` keys use ``_`` for ``.`` (``sql_shuffle_partitions=4``); ``spark_conf`` takes
+    Spark's own names (``{"spark.executorEnv.TZ": "UTC"}``) and wins over both."""
+    setup_environment(local=master.startswith("local"))
     from pyspark.sql import SparkSession
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "4"))
     for key, value in conf.items():
         builder = builder.config("spark." + key.replace("_", "."), str(value))
+    for key, value in (spark_conf or {}).items():
+        builder = builder.config(key, str(value))
     spark = builder.getOrCreate()
     register(spark)
     return spark

@@ -1,0 +1,155 @@
+"""``format("fastkafka")`` where users run Spark: a real standalone cluster (Master, two Workers,
+executors in their own JVMs) and Spark Connect (the server runs as an application on that same
+cluster), with the broker as its own ``fastkafka serve`` process. Drivers are child processes
+that never import fastkafka (cluster_child.py): batch read, the batch writer and a streaming
+``availableNow`` read each find the format by name; ``fastkafka load`` runs with ``--master``
+and ``--remote``. The standalone tests come first: the Connect server, once up, holds the
+cluster's cores until this module ends."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from cluster_support import broker_process, connect_server, standalone_cluster
+from conftest import create_topic, produce
+
+pytestmark = [pytest.mark.spark, pytest.mark.spark_cluster, pytest.mark.timeout(400)]
+
+CHILD = os.path.join(os.path.dirname(__file__), "cluster_child.py")
+RECORDS = 40
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    pytest.importorskip("pyspark")
+    with standalone_cluster(str(tmp_path_factory.mktemp("standalone"))) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """Shadows conftest's in-process broker: here the broker is a process of its own."""
+    with broker_process(str(tmp_path_factory.mktemp("broker"))) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def connect(cluster, tmp_path_factory):
+    pytest.importorskip("grpc")
+    with connect_server(str(tmp_path_factory.mktemp("connect")), cluster.master_url,
+                        **{"spark.scheduler.minRegisteredResourcesRatio": "1.0"}) as server:
+        yield server
+
+
+def _child_env():
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    return env
+
+
+def _source(broker, topic):
+    """A 4-partition topic of RECORDS values "v0".. and an empty 1-partition topic for the writer."""
+    create_topic(broker, topic, partitions=4)
+    create_topic(broker, topic + "-copy", partitions=1)
+    produce(broker, topic, [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 4}
+                            for i in range(RECORDS)])
+    return sorted(f"v{i}" for i in range(RECORDS))
+
+
+def _run_driver(how, url, broker, topic, tmp_path):
+    out = subprocess.run([sys.executable, CHILD, how, url, broker.bootstrap, topic, topic + "-copy",
+                          str(tmp_path)], capture_output=True, text=True, timeout=360,
+                         cwd=str(tmp_path), env=_child_env())
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _consume_all(broker, topic, n):
+    """Every (key, value) of ``topic`` through librdkafka, an independent reader."""
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "check-" + topic,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    got = []
+    try:
+        for _ in range(60):
+            got += [(m.key(), m.value()) for m in c.consume(100, 1.0) if m.error() is None]
+            if len(got) >= n:
+                break
+    finally:
+        c.close()
+    return sorted(got)
+
+
+def _check_driver(got, broker, topic, expected):
+    assert got["fastkafka_imported"] is False           # found by name, registered nowhere
+    assert got["batch"] == expected
+    assert got["streamed"] == expected
+    assert got["stream_batches"] >= 3                   # 40 records at 15 per trigger
+    # every read task ran in an executor JVM (a Worker's child, not the driver), over both Workers
+    assert all(j.startswith("executor ") for j in got["jvms"]), got["jvms"]
+    assert len({j.split()[1] for j in got["jvms"]}) == 2, got["jvms"]
+    assert _consume_all(broker, topic + "-copy", RECORDS) == sorted(
+        (b"k%d" % i, b"v%d" % i) for i in range(RECORDS))
+
+
+def _load(broker, topic, out, *where):
+    argv = [sys.executable, "-m", "fastkafka", "load", *where, "--bootstrap-server", broker.bootstrap,
+            "--topic", topic, "--output", str(out), "--cast-strings", "--max-offsets-per-trigger", "25"]
+    env = _child_env()
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=360, cwd=str(out.parent),
+                         env=env)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return run.stdout
+
+
+def _loaded(out):
+    import pyarrow.dataset as ds                        # skips _checkpoint and _spark_metadata
+    table = ds.dataset(str(out), format="parquet").to_table(columns=["value", "partition", "offset"])
+    assert len(set(zip(table["partition"].to_pylist(), table["offset"].to_pylist()))) == table.num_rows
+    return sorted(table["value"].to_pylist())
+
+
+def test_standalone_cluster_driver(cluster, broker, topic_name, tmp_path):
+    expected = _source(broker, topic_name)
+    got = _run_driver("--master", cluster.master_url, broker, topic_name, tmp_path)
+    assert got["master"] == cluster.master_url
+    _check_driver(got, broker, topic_name, expected)
+    apps = cluster.state()["completedapps"]
+    assert any(a["name"] == "fastkafka-cluster-child" for a in apps), apps
+
+
+def test_standalone_cluster_load(cluster, broker, topic_name, tmp_path):
+    expected = _source(broker, topic_name)
+    out = tmp_path / "warehouse"
+    text = _load(broker, topic_name, out, "--master", cluster.master_url,
+                 "--conf", "spark.executor.memory=512m")
+    assert f"loaded {RECORDS} rows in 2 batches" in text, text
+    assert _loaded(out) == expected
+    apps = [a for a in cluster.state()["completedapps"] if a["name"] == "fastkafka-load"]
+    assert [a["memoryperexecutor"] for a in apps] == [512], apps     # --conf reached the session
+
+
+def test_connect_driver(connect, cluster, broker, topic_name, tmp_path):
+    expected = _source(broker, topic_name)
+    got = _run_driver("--remote", connect.url, broker, topic_name, tmp_path)
+    assert got["master"] == cluster.master_url          # the server's application on the cluster
+    _check_driver(got, broker, topic_name, expected)
+    assert any(a["name"] == "fastkafka-connect-tests" for a in cluster.state()["activeapps"])
+
+
+def test_connect_load(connect, broker, topic_name, tmp_path):
+    expected = _source(broker, topic_name)
+    out = tmp_path / "warehouse"
+    text = _load(broker, topic_name, out, "--remote", connect.url)
+    assert f"loaded {RECORDS} rows in 2 batches" in text, text
+    assert _loaded(out) == expected
+
+
+def test_load_rejects_master_with_remote(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "fastkafka", "load", "--master", "local[1]", "--remote",
+                          "sc://127.0.0.1:1", "--topic", "t", "--output", str(tmp_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "not allowed with argument" in run.stderr
