@@ -80,6 +80,10 @@ class _BrokerCollector:
 
     def _topic_counters(self):
         counts = self._metrics.topic_counts()
+        topics = self._broker.topics
+        if topics is not None:     # a deleted topic's series go, as Kafka removes its BrokerTopicMetrics
+            known = topics.all()
+            counts = {t: c for t, c in counts.items() if t in known}
         for attr, suffix, doc in _TOPIC_COUNTERS:
             fam = CounterMetricFamily(f"kafka_server_brokertopicmetrics_{suffix}", doc, labels=["topic"])
             for topic, c in counts.items():

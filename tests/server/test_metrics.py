@@ -6,6 +6,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -67,6 +68,12 @@ def test_counters_move_by_exactly_what_was_sent(tmp_path):
         consumer.commit(asynchronous=False)
         after = scrape(b)
         consumer.close()
+        admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.delete_topics([topic])[topic].result(20)
+        deadline = time.monotonic() + 10
+        while f'kafka_log_log_size{{partition="0",topic="{topic}"}}' in (gone := scrape(b)):
+            assert time.monotonic() < deadline, "the deleted topic's log is still reported"
+            time.sleep(0.1)
 
     t = f'{{topic="{topic}"}}'
     delta = lambda s, name: s[name] - before.get(name, 0.0)   # noqa: E731
@@ -89,6 +96,7 @@ def test_counters_move_by_exactly_what_was_sent(tmp_path):
     assert delta(after, 'kafka_network_requestmetrics_totaltime_seconds_count{request="Fetch"}') >= 1
     assert after['kafka_consumergroup_lag{group="metered-readers",partition="0",topic="metered"}'] == 0
     assert after["kafka_server_socketservermetrics_connection_count"] >= 1
+    assert not [k for k in gone if f'topic="{topic}"' in k]     # a deleted topic's series go
     assert after['kafka_server_delayedoperationpurgatory_purgatorysize{delayedoperation="Fetch"}'] >= 0
     assert after['kafka_network_processor_idle_seconds_total{networkprocessor="0"}'] > 0
 
