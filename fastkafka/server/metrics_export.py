@@ -29,7 +29,8 @@ import logging
 
 from fastkafka import protocol as P
 
-from .metrics import QUEUE, LOCAL, REMOTE, TOTAL, TIME_BUCKETS, BrokerMetrics
+from .metrics import LOCAL, QUEUE, REMOTE, TIME_BUCKETS, TOTAL, BrokerMetrics
+from .partition import LEADER
 
 try:
     from prometheus_client import CollectorRegistry, start_http_server
@@ -150,7 +151,7 @@ class _BrokerCollector:
         under = shrinks = expands = 0
         if b.replicas is not None:
             for part in b.replicas.partitions():
-                if part.role == "leader" and len(part.isr) < len(part.replicas):
+                if part.role == LEADER and len(part.isr) < len(part.replicas):
                     under += 1
             shrinks, expands = b.replicas.isr_shrinks, b.replicas.isr_expands
         yield GaugeMetricFamily("kafka_server_replicamanager_underreplicatedpartitions",
