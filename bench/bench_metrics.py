@@ -32,6 +32,7 @@ import os
 import shutil
 import time
 import urllib.request
+from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_quotas as Q  # noqa: E402
@@ -91,7 +92,7 @@ def hooks_alone(n: int = 100_000) -> dict[str, float]:
                     m.produce_requested("t", 0)
                 else:
                     m.fetched("t", 1048576, 0, False)
-                m.request_done(0, a, a, b, clock())
+                partial(m.request_done, 0, a, a, b, clock())(clock())   # as the dispatcher and processor do
             best = min(best, (time.thread_time() - t) / n * 1e6)
         out[kind] = best
     return out

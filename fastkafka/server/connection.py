@@ -44,7 +44,8 @@ FrameError = FramingError
 class Connection:
     __slots__ = ("id", "sock", "fd", "peer", "listener", "frames", "_decoder",
                  "muted", "send", "closed", "last_active", "events", "_max_frame", "_body", "_have",
-                 "inline_response", "tls", "handshaking", "session", "close_after_send", "unmute_at")
+                 "inline_response", "tls", "handshaking", "session", "close_after_send", "unmute_at",
+                 "response_sent")
 
     def __init__(self, conn_id: str, sock: socket.socket, peer, listener: str, max_frame: int,
                  tls: bool = False):
@@ -69,6 +70,7 @@ class Connection:
         self._body: memoryview | None = None  # a large frame being received directly
         self._have = 0                         # bytes of _body received so far
         self.inline_response = None            # set by a handler that answered on the processor thread
+        self.response_sent = None   # metrics on: called with the time the response's last byte left
 
     # --- reading ---
     def read(self, scratch: memoryview) -> bool:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from typing import Callable
 
 from fastkafka import errors
@@ -119,7 +120,7 @@ class RequestContext:
         """Encode ``response`` and queue it on the connection (or nothing for ``None``);
         under a client quota, charged and maybe throttled."""
         if self.metrics is not None:
-            self._record_time()
+            self._record_time(response is not None)
         if self.quota is not None:
             self.quota.send(self, response)
             return
@@ -130,15 +131,21 @@ class RequestContext:
         if chunks is not None:
             self.request.respond(chunks)
 
-    def _record_time(self) -> None:
+    def _record_time(self, on_the_wire: bool) -> None:
+        """The request's times, recorded once its response has left (at once without one)."""
         now = time.monotonic()
         # a delayed response may be sent before its handler has returned (completed at once)
-        self.metrics.request_done(self.header.api_key, self.received, self.started or now, self.returned or now, now)
+        done = partial(self.metrics.request_done, self.header.api_key, self.received, self.started or now,
+                       self.returned or now, now)
+        if on_the_wire:
+            self.request.on_response_sent(done)
+        else:
+            done(now)
 
     def send_then_close(self, response, delay_s: float) -> None:
         """Answer now, close the connection ``delay_s`` later (a failed authentication)."""
         if self.metrics is not None:
-            self._record_time()
+            self._record_time(True)
         chunks = self.encode(response)
         if chunks is not None:
             self.request.respond_then_close(chunks, delay_s)

@@ -8,7 +8,7 @@ each hook costs the handlers one ``is None`` test.
 
 Cost (DESIGN §1.3, no per-record work): Produce records once per partition appended (its record
 count is the offset span the append was given, its bytes the batch bytes written), Fetch once
-per topic answered, every request once when its response is queued (four bucket increments);
+per topic answered, every request once when its response has left (five bucket increments);
 nothing walks records. Each thread counts into its own :class:`_Counts` (no lock on the request
 path, and no increment lost between threads); a scrape adds the threads' counts up.
 
@@ -27,6 +27,7 @@ lower case, ``_total`` on counters, times in seconds instead of ms); the mapping
 * ``kafka_network_requestmetrics_requestqueuetime_seconds{request}`` -- RequestQueueTimeMs: frame read to handler
 * ``kafka_network_requestmetrics_localtime_seconds{request}`` -- LocalTimeMs: the handler
 * ``kafka_network_requestmetrics_remotetime_seconds{request}`` -- RemoteTimeMs: purgatory (long poll, acks=all)
+* ``kafka_network_requestmetrics_responsesendtime_seconds{request}`` -- ResponseSendTimeMs (incl. quota delays)
 * ``kafka_server_delayedoperationpurgatory_purgatorysize{delayedoperation}`` -- DelayedOperationPurgatory PurgatorySize
 * ``kafka_server_socketservermetrics_connection_count`` -- socket-server-metrics connection-count
 * ``kafka_network_processor_idle_seconds_total{networkprocessor}`` -- Processor IdlePercent (take its rate())
@@ -41,8 +42,8 @@ lower case, ``_total`` on counters, times in seconds instead of ms); the mapping
 * ``kafka_controller_kafkacontroller_offlinepartitionscount`` -- KafkaController OfflinePartitionsCount
 * ``kafka_consumergroup_lag{group,topic,partition}`` -- none in Kafka: kafka_exporter's name; log end - committed
 
-The request-time histograms share :data:`TIME_BUCKETS`. ``ResponseSendTimeMs`` is not split
-out: the total ends when the response is queued on its connection, not when its last byte left.
+The request-time histograms share :data:`TIME_BUCKETS`. A request whose connection closes before
+its response has left is not timed.
 
 Example::
 
@@ -50,22 +51,23 @@ Example::
     >>> m.produced("orders", records=3, nbytes=120); m.produced("orders", records=2, nbytes=90)
     >>> m.topic_counts()["orders"].messages_in, m.topic_counts()["orders"].bytes_in
     (5, 210)
-    >>> m.request_done(0, received=1.0, started=1.001, returned=1.002, sent=1.002)
-    >>> times = m.request_times()[0]; times.count, round(times.sums[TOTAL], 6)
-    (1, 0.002)
+    >>> m.request_done(0, received=1.0, started=1.001, returned=1.002, queued=1.002, sent=1.0025)
+    >>> times = m.request_times()[0]; times.count, round(times.sums[TOTAL], 6), round(times.sums[SEND], 6)
+    (1, 0.0025, 0.0005)
 """
 from __future__ import annotations
 
 import threading
 from bisect import bisect_left
 
-__all__ = ["BrokerMetrics", "TopicCounts", "RequestTimes", "TIME_BUCKETS", "QUEUE", "LOCAL", "REMOTE", "TOTAL"]
+__all__ = ["BrokerMetrics", "TopicCounts", "RequestTimes", "TIME_BUCKETS", "QUEUE", "LOCAL", "REMOTE", "SEND",
+           "TOTAL"]
 
 #: upper bounds (seconds) of the request-time histograms' buckets; +Inf follows
 TIME_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
                 2.5, 5.0, 10.0, 30.0)
 #: the parts of a request's time, in :attr:`RequestTimes.buckets` order
-QUEUE, LOCAL, REMOTE, TOTAL = range(4)
+QUEUE, LOCAL, REMOTE, SEND, TOTAL = range(5)
 
 
 class TopicCounts:
@@ -87,8 +89,8 @@ class RequestTimes:
 
     def __init__(self):
         self.count = 0
-        self.buckets = [[0] * (len(TIME_BUCKETS) + 1) for _ in range(4)]
-        self.sums = [0.0] * 4
+        self.buckets = [[0] * (len(TIME_BUCKETS) + 1) for _ in range(5)]
+        self.sums = [0.0] * 5
 
     def add(self, other: "RequestTimes") -> None:
         self.count += other.count
@@ -159,24 +161,28 @@ class BrokerMetrics:
     def authentication_failed(self) -> None:
         self._mine().failed_authentications += 1
 
-    def request_done(self, api_key: int, received: float, started: float, returned: float, sent: float) -> None:
-        """A request's response was queued at ``sent`` (``time.monotonic`` instants: frame read,
-        handler called, handler returned)."""
+    def request_done(self, api_key: int, received: float, started: float, returned: float, queued: float,
+                     sent: float) -> None:
+        """A request's response left at ``sent`` (``time.monotonic`` instants: frame read,
+        handler called, handler returned, response queued on its connection)."""
         try:       # the common case in one step: this thread has counted this API before
             times = self._local.counts.requests[api_key]
         except (AttributeError, KeyError):
             times = self._mine().requests.setdefault(api_key, RequestTimes())
         times.count += 1
-        (queue, local, remote, total), sums = times.buckets, times.sums
+        (queue, local, remote, send, total), sums = times.buckets, times.sums
         v = started - received
         queue[bisect_left(TIME_BUCKETS, v)] += 1
         sums[QUEUE] += v
         v = returned - started
         local[bisect_left(TIME_BUCKETS, v)] += 1
         sums[LOCAL] += v
-        v = sent - returned
+        v = queued - returned
         remote[bisect_left(TIME_BUCKETS, v)] += 1
         sums[REMOTE] += v
+        v = sent - queued
+        send[bisect_left(TIME_BUCKETS, v)] += 1
+        sums[SEND] += v
         v = sent - received
         total[bisect_left(TIME_BUCKETS, v)] += 1
         sums[TOTAL] += v

@@ -29,7 +29,7 @@ import logging
 
 from fastkafka import protocol as P
 
-from .metrics import LOCAL, QUEUE, REMOTE, TIME_BUCKETS, TOTAL, BrokerMetrics
+from .metrics import LOCAL, QUEUE, REMOTE, SEND, TIME_BUCKETS, TOTAL, BrokerMetrics
 from .partition import LEADER
 
 try:
@@ -53,10 +53,11 @@ _TOPIC_COUNTERS = (  # TopicCounts attribute -> metric suffix, help
     ("failed_produce", "failedproducerequests", "Partitions of Produce requests answered with an error."),
     ("failed_fetch", "failedfetchrequests", "Partitions of Fetch responses answered with an error."),
 )
-_TIME_PARTS = ((TOTAL, "totaltime", "Request time from frame read to response queued."),
+_TIME_PARTS = ((TOTAL, "totaltime", "Request time from frame read to the response's last byte written."),
                (QUEUE, "requestqueuetime", "Request time from frame read to handler start."),
                (LOCAL, "localtime", "Time in the request's handler."),
-               (REMOTE, "remotetime", "Time a request waited in a purgatory (long poll, acks=all)."))
+               (REMOTE, "remotetime", "Time a request waited in a purgatory (long poll, acks=all)."),
+               (SEND, "responsesendtime", "Time from response queued to its last byte written."))
 _BOUNDS = [repr(b) for b in TIME_BUCKETS] + ["+Inf"]
 
 

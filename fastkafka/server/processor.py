@@ -88,6 +88,12 @@ class Request:
     def connection_id(self) -> str:
         return self.conn.id
 
+    def on_response_sent(self, callback: Callable[[float], None]) -> None:
+        """Call ``callback(time.monotonic())`` on the processor thread once the response this
+        request completes with has been written out (not if the connection closes first). Set it
+        before completing the request."""
+        self.conn.response_sent = callback
+
     def respond(self, chunks: list) -> None:
         """Send one response frame: ``chunks`` (bytes-likes and FileRegions) start with its int32 size."""
         self.processor.complete(self.conn, chunks)
@@ -440,6 +446,8 @@ class Processor(threading.Thread):
         """Push the pending response; True when it is out (False: waiting for writability or closed)."""
         try:
             if conn.write():
+                if conn.response_sent is not None:
+                    self._response_sent(conn)
                 if conn.close_after_send is not None:   # stays muted until closed
                     self._set_interest(conn, 0)
                     self.complete(conn, _CLOSE, conn.close_after_send)
@@ -453,6 +461,13 @@ class Processor(threading.Thread):
             return False
         self._set_interest(conn, _WRITE)
         return False
+
+    def _response_sent(self, conn: Connection) -> None:
+        callback, conn.response_sent = conn.response_sent, None
+        try:
+            callback(time.monotonic())
+        except Exception:   # a metrics bug must not cost the connection its next request
+            log.exception("response-sent callback of %s failed", conn.id)
 
     def _on_writable(self, conn: Connection) -> None:
         if conn.send is not None and self._write(conn):

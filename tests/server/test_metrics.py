@@ -93,7 +93,15 @@ def test_counters_move_by_exactly_what_was_sent(tmp_path):
     assert delta(after_produce, f"kafka_server_brokertopicmetrics_failedproducerequests_total{t}") == 0
     # the consumer read the whole log once (it fits one fetch): bytes out is its size
     assert after[f"kafka_server_brokertopicmetrics_bytesout_total{t}"] == after_produce[size_key]
-    assert delta(after, 'kafka_network_requestmetrics_totaltime_seconds_count{request="Fetch"}') >= 1
+    fetches = delta(after, 'kafka_network_requestmetrics_totaltime_seconds_count{request="Fetch"}')
+    assert fetches >= 1
+    # every part of a request's time is observed once per request; the parts add up to the total
+    parts = ("requestqueuetime", "localtime", "remotetime", "responsesendtime")
+    for part in parts:
+        assert delta(after, f'kafka_network_requestmetrics_{part}_seconds_count{{request="Fetch"}}') == fetches
+    total = after['kafka_network_requestmetrics_totaltime_seconds_sum{request="Fetch"}']
+    assert sum(after[f'kafka_network_requestmetrics_{p}_seconds_sum{{request="Fetch"}}'] for p in parts) \
+        == pytest.approx(total, rel=1e-6)
     assert after['kafka_consumergroup_lag{group="metered-readers",partition="0",topic="metered"}'] == 0
     assert after["kafka_server_socketservermetrics_connection_count"] >= 1
     assert not [k for k in gone if f'topic="{topic}"' in k]     # a deleted topic's series go
