@@ -55,7 +55,7 @@ def main() -> int:
         .mode("append").save()
     out = os.path.join(workdir, "streamed")
     query = (spark.readStream.format("fastkafka").options(subscribe=src, startingOffsets="earliest",
-                                                          maxOffsetsPerTrigger="15", **kafka).load()
+                                                          maxOffsetsPerTrigger="20", **kafka).load()
              .selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
              .writeStream.format("parquet").option("path", out)
              .option("checkpointLocation", os.path.join(workdir, "ckpt"))

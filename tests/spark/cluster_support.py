@@ -78,6 +78,26 @@ class _Processes:
                     proc.wait(max(0.1, deadline - time.monotonic()))
             if all(p.poll() is not None for p, _ in self.procs):
                 break
+        # the groups' other members (executors, Python workers) must be gone too: no orphans
+        deadline = time.monotonic() + 10
+        left = [p.pid for p, _ in self.procs if _group_alive(p.pid)]
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = [pid for pid in left if _group_alive(pid)]
+        if left:
+            raise RuntimeError(f"process groups {left} still have members after SIGKILL")
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie: a container's init may be slow to reap) process is in the group."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[2]) == pgid and fields[0] != "Z":
+                    return True
+    return False
 
 
 def tail(path: str, chars: int = 3000) -> str:
