@@ -17,6 +17,11 @@ Example::
     batch 0: 1000000 rows, 412000 rows/s, orders 0->1000000
     ...
     loaded 2500000 rows in 3 batches (6.1 s) into warehouse/orders; offsets now {"orders": {"0": 2500000}}
+
+The same load runs on a cluster with ``--master spark://host:7077 --conf spark.executor.memory=2g``,
+or through a Spark Connect server with ``--remote sc://host:15002`` (the source is found by name
+on the server; nothing is registered from here). The output directory must be one every executor
+writes to and the driver lists (shared storage when they are on several hosts).
 """
 from __future__ import annotations
 

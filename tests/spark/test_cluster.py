@@ -148,8 +148,11 @@ def test_connect_load(connect, broker, topic_name, tmp_path):
     assert _loaded(out) == expected
 
 
-def test_load_rejects_master_with_remote(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "fastkafka", "load", "--master", "local[1]", "--remote",
-                          "sc://127.0.0.1:1", "--topic", "t", "--output", str(tmp_path)],
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 2 and "not allowed with argument" in run.stderr
+def test_load_rejects_bad_session_arguments(tmp_path):
+    def load(*argv):
+        return subprocess.run([sys.executable, "-m", "fastkafka", "load", *argv, "--topic", "t",
+                               "--output", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    run = load("--master", "local[1]", "--remote", "sc://127.0.0.1:1")
+    assert run.returncode == 2 and "argument --remote: not allowed with argument --master" in run.stderr
+    run = load("--conf", "spark.executor.memory")              # caught before any JVM starts
+    assert run.returncode == 1 and "--conf needs KEY=VALUE, got 'spark.executor.memory'" in run.stderr
