@@ -49,6 +49,17 @@ class SslAuthenticationError(errors.KafkaError):
     """The broker's certificate was refused (Kafka's SslAuthenticationException: not retriable)."""
 
 
+# Versions past which a request's shape changes from the one this client's code builds (a single
+# key or member or group becomes a batch, names become ids): the client stays below them until
+# its callers speak the batched form. The protocol layer decodes them all (the broker's side).
+CLIENT_MAX_VERSIONS = {
+    ApiKey.FIND_COORDINATOR: 3,     # v4: coordinator_keys instead of key (KIP-699)
+    ApiKey.LEAVE_GROUP: 2,          # v3: a members array instead of member_id (KIP-345)
+    ApiKey.OFFSET_FETCH: 7,         # v8: a groups array instead of group_id (KIP-709)
+    ApiKey.DELETE_TOPICS: 5,        # v6: topics by name or id instead of topic_names (KIP-516)
+}
+
+
 def negotiate(broker_ranges: dict[int, tuple[int, int]]) -> dict[int, int]:
     """Per API key, the highest version both we and the broker implement.
 
@@ -60,7 +71,7 @@ def negotiate(broker_ranges: dict[int, tuple[int, int]]) -> dict[int, int]:
         ours = P.SUPPORTED.get(key)
         if ours is None:
             continue
-        v = min(hi, ours[1])
+        v = min(hi, ours[1], CLIENT_MAX_VERSIONS.get(key, ours[1]))
         if v >= max(lo, ours[0]):
             out[key] = v
     return out

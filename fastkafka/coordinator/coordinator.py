@@ -328,7 +328,7 @@ class GroupCoordinator(GroupAdmin, GroupOffsets):
     def _join_result(self, group: GroupMetadata, member: MemberMetadata) -> JoinResult:
         leader = group.is_leader(member.member_id)
         return JoinResult(NONE, group.generation_id, group.protocol_name or "", group.leader_id or "",
-                          member.member_id, group.member_list() if leader else [])
+                          member.member_id, group.member_list() if leader else [], group.protocol_type)
 
     # --- rebalance ---
     def _prepare_rebalance(self, group: GroupMetadata, now: int) -> None:
@@ -397,24 +397,33 @@ class GroupCoordinator(GroupAdmin, GroupOffsets):
     # --- SyncGroup ---
     def sync_group(self, group_id: str, generation_id: int, member_id: str,
                    group_instance_id: str | None, assignments: dict[str, bytes],
-                   callback: Callable[[SyncResult], None]) -> None:
-        """The leader's call carries every member's assignment; followers wait for it."""
-        self._locked(self._sync, group_id, generation_id, member_id, group_instance_id,
-                     assignments, callback)
+                   callback: Callable[[SyncResult], None], protocol_type: str | None = None,
+                   protocol_name: str | None = None) -> None:
+        """The leader's call carries every member's assignment; followers wait for it.
 
-    def _sync(self, group_id, generation_id, member_id, instance_id, assignments, callback):
+        ``protocol_type`` / ``protocol_name`` (SyncGroup v5+) must be the group's when given,
+        else INCONSISTENT_GROUP_PROTOCOL (a client checking it joined what it thinks it joined).
+        """
+        self._locked(self._sync, group_id, generation_id, member_id, group_instance_id,
+                     assignments, callback, protocol_type, protocol_name)
+
+    def _sync(self, group_id, generation_id, member_id, instance_id, assignments, callback,
+              protocol_type=None, protocol_name=None):
         code = self._check_available(group_id) or self._check_member(
             group_id, member_id, instance_id, generation_id)
+        group = self._group(group_id)
+        if not code and (protocol_type is not None and protocol_type != group.protocol_type or
+                         protocol_name is not None and protocol_name != group.protocol_name):
+            code = E.InconsistentGroupProtocolError.code
         if code:
             return self._respond(callback, SyncResult(code))
-        group = self._group(group_id)
         member = group.get(member_id)
         now = self.clock()
         if group.is_(PREPARING_REBALANCE):
             return self._respond(callback, SyncResult(E.RebalanceInProgressError.code))
         if group.is_(STABLE):
             member.heartbeat_deadline = now + member.session_timeout_ms
-            return self._respond(callback, SyncResult(NONE, member.assignment))
+            return self._respond(callback, self._sync_result(group, member))
         # CompletingRebalance
         member.awaiting_sync = callback
         member.heartbeat_deadline = now + member.session_timeout_ms
@@ -438,9 +447,13 @@ class GroupCoordinator(GroupAdmin, GroupOffsets):
             group.rebalance_deadline = None
             for m in group.members.values():
                 if m.awaiting_sync is not None:
-                    self._respond(m.awaiting_sync, SyncResult(NONE, m.assignment))
+                    self._respond(m.awaiting_sync, self._sync_result(group, m))
                     m.awaiting_sync = None
         self.manager.store_group(group, stored)
+
+    @staticmethod
+    def _sync_result(group: GroupMetadata, member: MemberMetadata) -> SyncResult:
+        return SyncResult(NONE, member.assignment, group.protocol_type, group.protocol_name)
 
     def _check_member(self, group_id: str, member_id: str, instance_id: str | None,
                       generation_id: int) -> int:
@@ -479,22 +492,53 @@ class GroupCoordinator(GroupAdmin, GroupOffsets):
         return NONE
 
     def leave_group(self, group_id: str, member_id: str) -> int:
-        return self._locked(self._leave, group_id, member_id)
+        """LeaveGroup v0-v2: one dynamic member leaves; its error or the group's."""
+        code, codes = self.leave_group_members(group_id, [(member_id, None)])
+        return code or codes[0]
 
-    def _leave(self, group_id, member_id):
+    def leave_group_members(self, group_id: str, members: list[tuple[str, str | None]]
+                            ) -> tuple[int, list[int]]:
+        """LeaveGroup v3+: ``(member_id, group_instance_id)`` pairs leave at once.
+
+        Returns the group's error (then no member is touched) and an error per member, by
+        Kafka's rules: an empty member id with an instance id removes that static member (an
+        admin's removal, KIP-345); a member id whose instance id now belongs to another member
+        is FENCED_INSTANCE_ID; an instance id nobody holds, or an unknown member, is
+        UNKNOWN_MEMBER_ID. An unknown group answers UNKNOWN_MEMBER_ID for each member.
+        """
+        return self._locked(self._leave, group_id, members)
+
+    def _leave(self, group_id, members):
         code = self._check_available(group_id)
         if code:
-            return code
+            return code, []
         group = self._group(group_id)
-        if group is None or group.is_(DEAD):
-            return E.UnknownMemberIdError.code
-        if member_id in group.pending_members:
+        if group is None:
+            return NONE, [E.UnknownMemberIdError.code] * len(members)
+        if group.is_(DEAD):
+            return E.CoordinatorNotAvailableError.code, []
+        return NONE, [self._leave_one(group, mid, iid) for mid, iid in members]
+
+    def _leave_one(self, group, member_id: str, instance_id: str | None) -> int:
+        now = self.clock()
+        if not member_id:
+            current = group.static_member_id(instance_id)
+            if current is None:
+                return E.UnknownMemberIdError.code
+            member_id = current
+        elif member_id in group.pending_members:
             del group.pending_members[member_id]
-            self._maybe_complete_join(group, self.clock())
+            self._maybe_complete_join(group, now)
             return NONE
+        elif instance_id is not None:
+            current = group.static_member_id(instance_id)
+            if current is None:
+                return E.UnknownMemberIdError.code
+            if current != member_id:
+                return E.FencedInstanceIdError.code
         if not group.has(member_id):
             return E.UnknownMemberIdError.code
-        self._remove_member(group, group.get(member_id), self.clock())
+        self._remove_member(group, group.get(member_id), now)
         return NONE
 
     # --- timers ---

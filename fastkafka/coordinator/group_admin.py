@@ -19,6 +19,14 @@ class GroupAdmin:
     """ListGroups, DescribeGroups, DeleteGroups, OffsetDelete (see the module docstring)."""
 
     def list_groups(self) -> tuple[int, list[tuple[str, str]]]:
+        """ListGroups v0-v3: an error and ``(group_id, protocol_type)`` of every group here."""
+        code, overviews = self.group_overviews()
+        return code, [(g, t) for g, t, _ in overviews]
+
+    def group_overviews(self, states=()) -> tuple[int, list[tuple[str, str, str]]]:
+        """ListGroups v4+: ``(group_id, protocol_type, state)`` of the groups in one of
+        ``states`` (matched ignoring case, as Kafka does; empty: every group)."""
+        wanted = {s.lower() for s in states}
         with self._lock:
             if not self.active:
                 return E.CoordinatorNotAvailableError.code, []
@@ -26,8 +34,10 @@ class GroupAdmin:
             if E.CoordinatorLoadInProgressError.code in codes:
                 return E.CoordinatorLoadInProgressError.code, []
             owned = {p for p, code in enumerate(codes) if code == NONE}
-            return NONE, [(g.group_id, g.protocol_type or "") for g in self.manager.groups.values()
-                          if not g.is_(DEAD) and self.manager.partition_for(g.group_id) in owned]
+            return NONE, [(g.group_id, g.protocol_type or "", g.state)
+                          for g in self.manager.groups.values()
+                          if not g.is_(DEAD) and self.manager.partition_for(g.group_id) in owned
+                          and (not wanted or g.state.lower() in wanted)]
 
     def describe_group(self, group_id: str) -> GroupSummary:
         return self._locked(self._describe, group_id)

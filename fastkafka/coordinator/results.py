@@ -13,11 +13,14 @@ class JoinResult(NamedTuple):
     leader_id: str = ""
     member_id: str = ""
     members: list = []         # (member_id, group_instance_id, metadata); the leader's only
+    protocol_type: str | None = None   # the group's (JoinGroup v7+); None with an error
 
 
 class SyncResult(NamedTuple):
     error: int
     assignment: bytes = b""
+    protocol_type: str | None = None   # the group's (SyncGroup v5+); None with an error
+    protocol_name: str | None = None
 
 
 class MemberSummary(NamedTuple):

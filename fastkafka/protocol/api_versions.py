@@ -10,7 +10,7 @@ Example::
     (True, False)
     >>> resp = adv.api_versions_response(error_code=0)
     >>> [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys]
-    [(3, 0, 8), (18, 0, 3)]
+    [(3, 0, 12), (18, 0, 3)]
 """
 from __future__ import annotations
 

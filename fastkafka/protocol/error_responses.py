@@ -40,7 +40,11 @@ def _fill(struct: Struct, version: int, src, code: int, message):
                 values[f.name] = [_fill(f.struct, version, item, code, message)
                                   for item in items or ()]
             elif src is not None:
-                values[f.name] = src if f.src == "." else _get(src, f.src)
+                value = src if f.src == "." else _get(src, f.src)
+                # a null the request may carry where the response may not (Metadata v10-11's
+                # topic name): the field's default instead
+                if value is not None or f.nullable(version):
+                    values[f.name] = value
     return struct.cls(**values)
 
 

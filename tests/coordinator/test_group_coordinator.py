@@ -71,7 +71,7 @@ def test_single_member_join_sync_heartbeat():
     assert r[0].members == [(mid, None, b"sub-r")]
     assert h.state() == COMPLETING_REBALANCE
     s = h.sync(mid, 1, {mid: b"assign"})
-    assert s[0] == (0, b"assign") and h.state() == STABLE
+    assert s[0] == (0, b"assign", "consumer", "range") and h.state() == STABLE
     assert h.gc.heartbeat("g", 1, mid) == 0
     assert h.gc.heartbeat("g", 0, mid) == E.IllegalGenerationError.code
     assert h.gc.heartbeat("g", 1, "nobody") == E.UnknownMemberIdError.code

@@ -21,12 +21,16 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Descr
            "InitProducerId": 4, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 3, "EndTxn": 3,
            "WriteTxnMarkers": 1, "TxnOffsetCommit": 3, "DescribeTransactions": 0,
            "ListTransactions": 1,
-           "OffsetFetch": 7,            # KIP-447's require_stable (v7; v6 is flexible)
            # security (issue 16): SASL (KIP-43, KIP-152, KIP-368), SCRAM users (KIP-554)
            "SaslHandshake": 1, "SaslAuthenticate": 2, "DescribeUserScramCredentials": 0,
            "AlterUserScramCredentials": 0,
            # client quotas (KIP-546; v1 is flexible)
-           "DescribeClientQuotas": 1, "AlterClientQuotas": 1}
+           "DescribeClientQuotas": 1, "AlterClientQuotas": 1,
+           # flexible versions (KIP-482) of the group APIs, up to Kafka 3.x's
+           "FindCoordinator": 4, "JoinGroup": 9, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 5,
+           "ListGroups": 4, "DescribeGroups": 5,
+           # and of Metadata (v10+ topic ids: all zero here), offsets (v8 OffsetFetch: many groups)
+           "Metadata": 12, "OffsetCommit": 8, "OffsetFetch": 8, "ListOffsets": 7}
 
 
 def test_declared_ranges_are_the_design_ranges():
@@ -56,7 +60,7 @@ def test_unsupported_api_versions_version_gets_v0_body_with_error_35():
     theirs = ApiVersionsResponse.decode(wire[8:], version=4)
     assert theirs.error_code == 35
     assert [(k.api_key, k.min_version, k.max_version) for k in theirs.api_keys] == [
-        (3, 0, 8), (18, 0, 3)]
+        (3, 0, 12), (18, 0, 3)]
 
 
 def _request(key, v, attempt=0):

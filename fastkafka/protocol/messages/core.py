@@ -87,7 +87,7 @@ FETCH = declare(1, "Fetch", max_version=11, first_flexible=12, request="""
         records              records null
 """)
 
-LIST_OFFSETS = declare(2, "ListOffsets", max_version=5, first_flexible=6, request="""
+LIST_OFFSETS = declare(2, "ListOffsets", max_version=7, first_flexible=6, request="""
     replica_id               int32   =-1
     isolation_level          int8    v2+
     topics                   []
@@ -110,11 +110,12 @@ LIST_OFFSETS = declare(2, "ListOffsets", max_version=5, first_flexible=6, reques
         leader_epoch         int32   v4+  =-1
 """)
 
-METADATA = declare(3, "Metadata", max_version=8, first_flexible=9, request="""
+METADATA = declare(3, "Metadata", max_version=12, first_flexible=9, request="""
     topics                   []      null1+
-      name                   string
+      topic_id               uuid    v10+
+      name                   string  null10+
     allow_auto_topic_creation bool   v4+  =true
-    include_cluster_authorized_operations bool v8+
+    include_cluster_authorized_operations bool v8-10
     include_topic_authorized_operations   bool v8+
 """, response="""
     throttle_time_ms         int32   v3+
@@ -127,7 +128,8 @@ METADATA = declare(3, "Metadata", max_version=8, first_flexible=9, request="""
     controller_id            int32   v1+  =-1
     topics                   []      <topics
       error_code             int16
-      name                   string  <name
+      name                   string  <name  null12+
+      topic_id               uuid    v10+ <topic_id
       is_internal            bool    v1+
       partitions             []
         error_code           int16
@@ -138,5 +140,5 @@ METADATA = declare(3, "Metadata", max_version=8, first_flexible=9, request="""
         isr_nodes            []int32
         offline_replicas     []int32 v5+
       topic_authorized_operations int32 v8+ =-2147483648
-    cluster_authorized_operations int32 v8+ =-2147483648
+    cluster_authorized_operations int32 v8-10 =-2147483648
 """)

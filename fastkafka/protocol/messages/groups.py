@@ -4,7 +4,7 @@ Notation: see :mod:`fastkafka.protocol.schema`.
 """
 from ..schema import declare
 
-OFFSET_COMMIT = declare(8, "OffsetCommit", max_version=7, first_flexible=8, request="""
+OFFSET_COMMIT = declare(8, "OffsetCommit", max_version=8, first_flexible=8, request="""
     group_id                 string
     generation_id_or_member_epoch int32 v1+ =-1
     member_id                string  v1+
@@ -27,15 +27,20 @@ OFFSET_COMMIT = declare(8, "OffsetCommit", max_version=7, first_flexible=8, requ
         error_code           int16
 """)
 
-OFFSET_FETCH = declare(9, "OffsetFetch", max_version=7, first_flexible=6, request="""
-    group_id                 string
-    topics                   []      null2+
+OFFSET_FETCH = declare(9, "OffsetFetch", max_version=8, first_flexible=6, request="""
+    group_id                 string  v0-7
+    topics                   []      v0-7 null2-7
       name                   string
       partition_indexes      []int32
+    groups                   []      v8+
+      group_id               string
+      topics                 []      null
+        name                 string
+        partition_indexes    []int32
     require_stable           bool    v7+  =false
 """, response="""
     throttle_time_ms         int32   v3+
-    topics                   []      <topics
+    topics                   []      v0-7 <topics
       name                   string  <name
       partitions             []      <partition_indexes
         partition_index      int32   <.
@@ -43,22 +48,41 @@ OFFSET_FETCH = declare(9, "OffsetFetch", max_version=7, first_flexible=6, reques
         committed_leader_epoch int32 v5+  =-1
         metadata             string  null
         error_code           int16
-    error_code               int16   v2+
+    error_code               int16   v2-7
+    groups                   []      v8+  <groups
+      group_id               string  <group_id
+      topics                 []
+        name                 string
+        partitions           []
+          partition_index    int32
+          committed_offset   int64   =-1
+          committed_leader_epoch int32 =-1
+          metadata           string  null
+          error_code         int16
+      error_code             int16
 """)
 
-FIND_COORDINATOR = declare(10, "FindCoordinator", max_version=2, first_flexible=3, request="""
-    key                      string
+FIND_COORDINATOR = declare(10, "FindCoordinator", max_version=4, first_flexible=3, request="""
+    key                      string  v0-3
     key_type                 int8    v1+
+    coordinator_keys         []string v4+
 """, response="""
     throttle_time_ms         int32   v1+
-    error_code               int16
-    error_message            string  v1+  null  =null
-    node_id                  int32   =-1
-    host                     string
-    port                     int32   =-1
+    error_code               int16   v0-3
+    error_message            string  v1-3 null  =null
+    node_id                  int32   v0-3 =-1
+    host                     string  v0-3
+    port                     int32   v0-3 =-1
+    coordinators             []      v4+  <coordinator_keys
+      key                    string  <.
+      node_id                int32   =-1
+      host                   string
+      port                   int32   =-1
+      error_code             int16
+      error_message          string  null  =null
 """)
 
-JOIN_GROUP = declare(11, "JoinGroup", max_version=5, first_flexible=6, request="""
+JOIN_GROUP = declare(11, "JoinGroup", max_version=9, first_flexible=6, request="""
     group_id                 string
     session_timeout_ms       int32
     rebalance_timeout_ms     int32   v1+  =-1
@@ -68,12 +92,15 @@ JOIN_GROUP = declare(11, "JoinGroup", max_version=5, first_flexible=6, request="
     protocols                []
       name                   string
       metadata               bytes
+    reason                   string  v8+  null  =null
 """, response="""
     throttle_time_ms         int32   v2+
     error_code               int16
     generation_id            int32   =-1
-    protocol_name            string
+    protocol_type            string  v7+  null  =null
+    protocol_name            string  null7+
     leader                   string
+    skip_assignment          bool    v9+  =false
     member_id                string
     members                  []
       member_id              string
@@ -81,21 +108,25 @@ JOIN_GROUP = declare(11, "JoinGroup", max_version=5, first_flexible=6, request="
       metadata               bytes
 """)
 
-SYNC_GROUP = declare(14, "SyncGroup", max_version=3, first_flexible=4, request="""
+SYNC_GROUP = declare(14, "SyncGroup", max_version=5, first_flexible=4, request="""
     group_id                 string
     generation_id            int32
     member_id                string
     group_instance_id        string  v3+  null  =null
+    protocol_type            string  v5+  null  =null
+    protocol_name            string  v5+  null  =null
     assignments              []
       member_id              string
       assignment             bytes
 """, response="""
     throttle_time_ms         int32   v1+
     error_code               int16
+    protocol_type            string  v5+  null  =null
+    protocol_name            string  v5+  null  =null
     assignment               bytes
 """)
 
-HEARTBEAT = declare(12, "Heartbeat", max_version=3, first_flexible=4, request="""
+HEARTBEAT = declare(12, "Heartbeat", max_version=4, first_flexible=4, request="""
     group_id                 string
     generation_id            int32
     member_id                string
@@ -105,23 +136,34 @@ HEARTBEAT = declare(12, "Heartbeat", max_version=3, first_flexible=4, request=""
     error_code               int16
 """)
 
-LEAVE_GROUP = declare(13, "LeaveGroup", max_version=2, first_flexible=4, request="""
+LEAVE_GROUP = declare(13, "LeaveGroup", max_version=5, first_flexible=4, request="""
     group_id                 string
-    member_id                string
+    member_id                string  v0-2
+    members                  []      v3+
+      member_id              string
+      group_instance_id      string  null  =null
+      reason                 string  v5+  null  =null
 """, response="""
     throttle_time_ms         int32   v1+
     error_code               int16
+    members                  []      v3+
+      member_id              string
+      group_instance_id      string  null  =null
+      error_code             int16
 """)
 
-LIST_GROUPS = declare(16, "ListGroups", max_version=2, first_flexible=3, request="", response="""
+LIST_GROUPS = declare(16, "ListGroups", max_version=4, first_flexible=3, request="""
+    states_filter            []string v4+
+""", response="""
     throttle_time_ms         int32   v1+
     error_code               int16
     groups                   []
       group_id               string
       protocol_type          string
+      group_state            string  v4+
 """)
 
-DESCRIBE_GROUPS = declare(15, "DescribeGroups", max_version=4, first_flexible=5, request="""
+DESCRIBE_GROUPS = declare(15, "DescribeGroups", max_version=5, first_flexible=5, request="""
     groups                   []string
     include_authorized_operations bool v3+
 """, response="""

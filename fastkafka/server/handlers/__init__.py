@@ -31,8 +31,8 @@ __all__ = ["HANDLERS", "RANGES", "advertised_apis"]
 RANGES = {
     ApiKey.PRODUCE: (handle_produce, 0, 7),
     ApiKey.FETCH: (handle_fetch, 0, 11),
-    ApiKey.LIST_OFFSETS: (handle_list_offsets, 0, 5),
-    ApiKey.METADATA: (handle_metadata, 0, 8),
+    ApiKey.LIST_OFFSETS: (handle_list_offsets, 0, 7),
+    ApiKey.METADATA: (handle_metadata, 0, 12),
     ApiKey.API_VERSIONS: (handle_api_versions, 0, 3),
     ApiKey.CREATE_TOPICS: (handle_create_topics, 0, 4),
     ApiKey.DELETE_TOPICS: (handle_delete_topics, 0, 3),

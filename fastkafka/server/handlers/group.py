@@ -22,6 +22,8 @@ Example (what a kafka-python consumer's first requests amount to)::
 """
 from __future__ import annotations
 
+import logging
+
 from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata, partition_for
 from fastkafka.coordinator.coordinator import wall_clock_ms
@@ -36,6 +38,8 @@ __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", 
            "handle_leave_group", "handle_list_groups", "handle_describe_groups",
            "handle_delete_groups", "handle_offset_delete", "handle_offset_commit", "handle_offset_fetch",
            "GROUP_RANGES", "commit_response", "partition_exists", "requested_offsets"]
+
+log = logging.getLogger("fastkafka.coordinator")
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -52,20 +56,43 @@ READ, DESCRIBE, DELETE = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.
 
 
 def handle_find_coordinator(ctx, req):
-    if req.key_type == TRANSACTION_KEY_TYPE:
-        require_transactional_id(ctx, DESCRIBE, req.key)
-    else:
-        require_group(ctx, DESCRIBE, req.key)
-    svc = ctx.broker.group_coordination()          # make sure the coordinators are up (and loading)
+    """Up to v3 one ``key``; v4+ (KIP-699) a batch of ``coordinator_keys``, each answered on its
+    own in ``coordinators`` (an authorization failure is that key's error, not the request's)."""
     if req.key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
-        return ctx.response(error_code=errors.InvalidRequestError.code,
-                            error_message=f"unknown key type {req.key_type}", node_id=-1, host="", port=-1)
+        raise errors.InvalidRequestError(f"unknown key type {req.key_type}")
+    svc = ctx.broker.group_coordination()          # make sure the coordinators are up (and loading)
+    if ctx.version < 4:
+        if req.key_type == TRANSACTION_KEY_TYPE:
+            require_transactional_id(ctx, DESCRIBE, req.key)
+        else:
+            require_group(ctx, DESCRIBE, req.key)
+        code, message, node_id, host, port = _coordinator(ctx, svc, req.key, req.key_type)
+        return ctx.response(error_code=code, error_message=message, node_id=node_id, host=host, port=port)
+    cls = ctx.codec.api.response
+    out = []
+    for key in req.coordinator_keys:
+        try:
+            if req.key_type == TRANSACTION_KEY_TYPE:
+                require_transactional_id(ctx, DESCRIBE, key)
+            else:
+                require_group(ctx, DESCRIBE, key)
+        except errors.KafkaError as e:
+            out.append(cls.Coordinators(key=key, error_code=e.code, error_message=str(e), host=""))
+            continue
+        code, message, node_id, host, port = _coordinator(ctx, svc, key, req.key_type)
+        out.append(cls.Coordinators(key=key, node_id=node_id, host=host, port=port, error_code=code,
+                                    error_message=message))
+    return cls(throttle_time_ms=0, coordinators=out)
+
+
+def _coordinator(ctx, svc, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
+    """``(error, message, node_id, host, port)`` of the coordinator of ``key``."""
     if ctx.broker.cluster is not None:
-        return _cluster_coordinator(ctx, svc, req.key, req.key_type)
-    if req.key_type == TRANSACTION_KEY_TYPE:
+        return _cluster_coordinator(ctx, svc, key, key_type)
+    if key_type == TRANSACTION_KEY_TYPE:
         svc.transaction_coordinator()              # creates __transaction_state on first use
     host, port = ctx.broker.endpoint(ctx.listener)
-    return ctx.response(error_code=0, error_message=None, node_id=ctx.broker.broker_id, host=host, port=port)
+    return 0, None, ctx.broker.broker_id, host, port
 
 
 def _cluster_coordinator(ctx, svc, key: str, key_type: int):
@@ -81,26 +108,33 @@ def _cluster_coordinator(ctx, svc, key: str, key_type: int):
         why = svc.offsets_topic_unavailable()
         topic, partitions = OFFSETS_TOPIC, svc.groups.manager.num_partitions
     if why is not None:
-        return ctx.response(error_code=errors.CoordinatorNotAvailableError.code, error_message=why,
-                            node_id=-1, host="", port=-1)
+        return errors.CoordinatorNotAvailableError.code, why, -1, "", -1
     md = ctx.broker.metadata
     leader = md.leader(topic, partition_for(key, partitions))
     info = md.brokers().get(leader)
     ep = info.endpoint(ctx.listener) if info is not None else None
     if ep is None:
-        return ctx.response(error_code=errors.CoordinatorNotAvailableError.code,
-                            error_message=f"the {topic} partition of {key!r} has no leader", node_id=-1,
-                            host="", port=-1)
-    return ctx.response(error_code=0, error_message=None, node_id=leader, host=ep[0], port=ep[1])
+        return (errors.CoordinatorNotAvailableError.code, f"the {topic} partition of {key!r} has no leader",
+                -1, "", -1)
+    return 0, None, leader, ep[0], ep[1]
 
 
 def handle_join_group(ctx, req):
+    """JoinGroup. v7+ answers the group's ``protocol_type`` and, with an error, a null protocol
+    type and name (Kafka's rule). v8+'s ``reason`` has no effect but the log line, as in Kafka.
+    v9's ``skip_assignment`` is always false: it is KRaft's new coordinator telling a static
+    leader to keep its assignment, which Kafka's ZooKeeper-mode broker never does either."""
     require_group(ctx, READ, req.group_id)
     cls = ctx.codec.api.response
+    if ctx.version >= 8 and req.reason:
+        log.info("member %r of group %s joins: %s", req.member_id, req.group_id, req.reason)
+    flexible_names = ctx.version >= 7
 
     def done(r):
         ctx.send(cls(throttle_time_ms=0, error_code=r.error, generation_id=r.generation_id,
-                     protocol_name=r.protocol_name, leader=r.leader_id, member_id=r.member_id,
+                     protocol_type=None if r.error else r.protocol_type,
+                     protocol_name=r.protocol_name or None if flexible_names else r.protocol_name,
+                     leader=r.leader_id, member_id=r.member_id, skip_assignment=False,
                      members=[cls.Members(member_id=m, group_instance_id=i, metadata=meta)
                               for m, i, meta in r.members]))
     _groups(ctx).join_group(
@@ -112,11 +146,18 @@ def handle_join_group(ctx, req):
 
 
 def handle_sync_group(ctx, req):
+    """SyncGroup. v5+: the request's protocol type and name, when set, must be the group's
+    (INCONSISTENT_GROUP_PROTOCOL otherwise), and the answer carries the group's."""
     require_group(ctx, READ, req.group_id)
+
     def done(r):
-        ctx.send(ctx.response(throttle_time_ms=0, error_code=r.error, assignment=r.assignment))
+        ctx.send(ctx.response(throttle_time_ms=0, error_code=r.error, assignment=r.assignment,
+                              protocol_type=r.protocol_type, protocol_name=r.protocol_name))
+    v5 = ctx.version >= 5
     _groups(ctx).sync_group(req.group_id, req.generation_id, req.member_id, req.group_instance_id,
-                            {a.member_id: a.assignment for a in req.assignments}, done)
+                            {a.member_id: a.assignment for a in req.assignments}, done,
+                            protocol_type=req.protocol_type if v5 else None,
+                            protocol_name=req.protocol_name if v5 else None)
     return DELAYED
 
 
@@ -128,17 +169,34 @@ def handle_heartbeat(ctx, req):
 
 
 def handle_leave_group(ctx, req):
+    """LeaveGroup. v3+ (KIP-345) names several members, each by member id and/or
+    ``group_instance_id``, and answers an error per member; v5+'s per-member ``reason`` has no
+    effect but the log line, as in Kafka."""
     require_group(ctx, READ, req.group_id)
-    return ctx.response(throttle_time_ms=0, error_code=_groups(ctx).leave_group(req.group_id, req.member_id))
+    if ctx.version < 3:
+        return ctx.response(throttle_time_ms=0,
+                            error_code=_groups(ctx).leave_group(req.group_id, req.member_id))
+    for m in req.members:
+        if m.reason:
+            log.info("member %r (instance %r) leaves group %s: %s", m.member_id, m.group_instance_id,
+                     req.group_id, m.reason)
+    code, codes = _groups(ctx).leave_group_members(
+        req.group_id, [(m.member_id, m.group_instance_id) for m in req.members])
+    cls = ctx.codec.api.response
+    return cls(throttle_time_ms=0, error_code=code, members=[
+        cls.Members(member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=c)
+        for m, c in zip(req.members, codes)])
 
 
 def handle_list_groups(ctx, req):
-    code, groups = _groups(ctx).list_groups()
+    """ListGroups. v4+ filters by ``states_filter`` (ignoring case) and answers each group's
+    state."""
+    code, groups = _groups(ctx).group_overviews(req.states_filter if ctx.version >= 4 else ())
     if not ctx.authorize_cluster(DESCRIBE):
-        groups = [(g, t) for g, t in groups if ctx.authorize(DESCRIBE, GROUP, g)]
+        groups = [(g, t, s) for g, t, s in groups if ctx.authorize(DESCRIBE, GROUP, g)]
     cls = ctx.codec.api.response
     return cls(throttle_time_ms=0, error_code=code,
-               groups=[cls.Groups(group_id=g, protocol_type=t) for g, t in groups])
+               groups=[cls.Groups(group_id=g, protocol_type=t, group_state=s) for g, t, s in groups])
 
 
 def handle_describe_groups(ctx, req):
@@ -230,41 +288,60 @@ def commit_response(ctx, req, codes: dict) -> object:
 
 
 def handle_offset_fetch(ctx, req):
-    v = ctx.version
-    require_group(ctx, DESCRIBE, req.group_id)
+    """OffsetFetch. v8+ (KIP-709) asks for several groups at once: each group answers on its own,
+    with its own error (GROUP_AUTHORIZATION_FAILED for a group the principal may not describe)."""
+    if ctx.version < 8:
+        require_group(ctx, DESCRIBE, req.group_id)
+        cls = ctx.codec.api.response
+        code, topics = _fetch_group(ctx, req.group_id, req.topics, req.require_stable, cls.Topics)
+        return cls(throttle_time_ms=0, error_code=code, topics=topics)
     cls = ctx.codec.api.response
+    out = []
+    for g in req.groups:
+        if not ctx.authorize(DESCRIBE, GROUP, g.group_id):
+            out.append(cls.Groups(group_id=g.group_id, error_code=_GROUP_DENIED, topics=[]))
+            continue
+        code, topics = _fetch_group(ctx, g.group_id, g.topics, req.require_stable, cls.Groups.Topics)
+        out.append(cls.Groups(group_id=g.group_id, error_code=code, topics=topics))
+    return cls(throttle_time_ms=0, groups=out)
+
+
+def _fetch_group(ctx, group_id: str, topics, require_stable: bool, topic_cls) -> tuple[int, list]:
+    """One group's committed offsets: its error and the response's topics (``topic_cls`` and its
+    ``Partitions``: the flat v0-v7 layout or a v8 group's)."""
+    v = ctx.version
+    part_cls = topic_cls.Partitions
     by_topic: dict[str, list] = {}
     wanted = None
-    if req.topics is not None:
+    if topics is not None:
         wanted = []
-        for t in req.topics:
+        for t in topics:
             if ctx.authorize(DESCRIBE, TOPIC, t.name):
                 wanted.extend((t.name, p) for p in t.partition_indexes)
             else:
-                by_topic[t.name] = [cls.Topics.Partitions(partition_index=p, committed_offset=-1, metadata="",
-                                                          error_code=_TOPIC_DENIED)
+                by_topic[t.name] = [part_cls(partition_index=p, committed_offset=-1, metadata="",
+                                             error_code=_TOPIC_DENIED)
                                     for p in t.partition_indexes]
     groups = _groups(ctx)
-    code, got = groups.fetch_offsets(req.group_id, wanted)
+    code, got = groups.fetch_offsets(group_id, wanted)
     if wanted is None:
         got = {tp: om for tp, om in got.items() if ctx.authorize(DESCRIBE, TOPIC, tp[0])}
     # KIP-447: a consumer that must not start from offsets a transaction may still replace
-    unstable = groups.unstable_offsets(req.group_id) if v >= 7 and req.require_stable and not code else ()
+    unstable = groups.unstable_offsets(group_id) if v >= 7 and require_stable and not code else ()
     for (topic, partition), om in (got.items() if wanted is None else
                                    ((tp, got.get(tp)) for tp in wanted)):
         if (topic, partition) in unstable:
-            by_topic.setdefault(topic, []).append(cls.Topics.Partitions(
+            by_topic.setdefault(topic, []).append(part_cls(
                 partition_index=partition, committed_offset=-1, metadata="", error_code=_UNSTABLE))
             continue
-        by_topic.setdefault(topic, []).append(cls.Topics.Partitions(
+        by_topic.setdefault(topic, []).append(part_cls(
             partition_index=partition,
             committed_offset=-1 if om is None else om.offset,
             committed_leader_epoch=-1 if om is None else om.leader_epoch,
             metadata="" if om is None else om.metadata,
             # v0/v1 have no top-level error: each partition carries it
             error_code=code if v < 2 else 0))
-    return cls(throttle_time_ms=0, error_code=code,
-               topics=[cls.Topics(name=t, partitions=ps) for t, ps in by_topic.items()])
+    return code, [topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()]
 
 
 def handle_offset_delete(ctx, req):
@@ -285,15 +362,15 @@ def handle_offset_delete(ctx, req):
 
 def _ranges():
     return {
-        ApiKey.OFFSET_COMMIT: (handle_offset_commit, 0, 7),
-        ApiKey.OFFSET_FETCH: (handle_offset_fetch, 0, 7),
-        ApiKey.FIND_COORDINATOR: (handle_find_coordinator, 0, 2),
-        ApiKey.JOIN_GROUP: (handle_join_group, 0, 5),
-        ApiKey.SYNC_GROUP: (handle_sync_group, 0, 3),
-        ApiKey.HEARTBEAT: (handle_heartbeat, 0, 3),
-        ApiKey.LEAVE_GROUP: (handle_leave_group, 0, 2),
-        ApiKey.LIST_GROUPS: (handle_list_groups, 0, 2),
-        ApiKey.DESCRIBE_GROUPS: (handle_describe_groups, 0, 4),
+        ApiKey.OFFSET_COMMIT: (handle_offset_commit, 0, 8),
+        ApiKey.OFFSET_FETCH: (handle_offset_fetch, 0, 8),
+        ApiKey.FIND_COORDINATOR: (handle_find_coordinator, 0, 4),
+        ApiKey.JOIN_GROUP: (handle_join_group, 0, 9),
+        ApiKey.SYNC_GROUP: (handle_sync_group, 0, 5),
+        ApiKey.HEARTBEAT: (handle_heartbeat, 0, 4),
+        ApiKey.LEAVE_GROUP: (handle_leave_group, 0, 5),
+        ApiKey.LIST_GROUPS: (handle_list_groups, 0, 4),
+        ApiKey.DESCRIBE_GROUPS: (handle_describe_groups, 0, 5),
         ApiKey.DELETE_GROUPS: (handle_delete_groups, 0, 1),
         ApiKey.OFFSET_DELETE: (handle_offset_delete, 0, 0),
     }

@@ -18,11 +18,18 @@ is the one Fetch, ListOffsets and OffsetForLeaderEpoch fence ``current_leader_ep
 (handlers/leader.py): the state znode's in cluster mode, ``EMBEDDED_LEADER_EPOCH`` (0) on a
 single broker, where every log's leader-epoch cache holds that one epoch from its start. Auto-creation waits
 (bounded) for the controller to elect the new partitions' leaders.
+
+Topic ids (v10+, KIP-516): fastkafka keeps no topic ids, so every topic answers the zero UUID,
+as Kafka does for a topic created without one. A request naming topics by id (v12+) therefore
+names none this broker knows: UNKNOWN_TOPIC_ID for each id (with a null name). As in Kafka, ids
+and null names before v12 are INVALID_REQUEST. v10's ``include_cluster_authorized_operations``
+works as in v8; v11 dropped it with the response's ``cluster_authorized_operations``.
 """
 from __future__ import annotations
 
 from fastkafka import errors
 from fastkafka.cluster.embedded import validate_topic_name
+from fastkafka.protocol.types import UUID_ZERO
 
 from ..authorizer import CLUSTER_NAME, TOPIC, AclOperation, ResourceType
 from ..topics import EMBEDDED_LEADER_EPOCH, INTERNAL_TOPICS
@@ -78,6 +85,19 @@ def live_brokers(ctx) -> tuple[list[tuple[int, str, int, str | None]], int]:
     return nodes, broker.metadata.controller_id
 
 
+def _topic_ids_asked(req, version: int) -> list:
+    """The distinct non-zero topic ids a v10+ request names (Kafka then ignores its names)."""
+    ids = []
+    for t in req.topics:
+        if version < 12 and (t.name is None or t.topic_id != UUID_ZERO):
+            raise errors.InvalidRequestError(f"Metadata v{version} names topics by name only")
+        if t.topic_id == UUID_ZERO and t.name is None:
+            raise errors.InvalidRequestError("a topic needs a name or an id")
+        if t.topic_id != UUID_ZERO and t.topic_id not in ids:
+            ids.append(t.topic_id)
+    return ids
+
+
 def handle_metadata(ctx, req):
     broker = ctx.broker
     topics = broker.topics
@@ -86,7 +106,11 @@ def handle_metadata(ctx, req):
     out_topics = []
     ops_asked = version >= 8 and req.include_topic_authorized_operations
     describe = AclOperation.DESCRIBE
-    if req.topics is None or (version == 0 and not req.topics):
+    ids = _topic_ids_asked(req, version) if version >= 10 and req.topics else []
+    if ids:
+        out_topics = [resp_cls.Topics(error_code=errors.UnknownTopicIdError.code, name=None, topic_id=i,
+                                      partitions=[]) for i in ids]
+    elif req.topics is None or (version == 0 and not req.topics):
         for info in sorted(topics.all().values(), key=lambda i: i.name):
             if ctx.authorize(describe, TOPIC, info.name):
                 out_topics.append(_topic(ctx, info, ops_asked))
@@ -128,5 +152,5 @@ def handle_metadata(ctx, req):
         controller_id=controller_id,
         topics=out_topics,
         cluster_authorized_operations=ctx.authorized_operations(
-            ResourceType.CLUSTER, CLUSTER_NAME, version >= 8 and req.include_cluster_authorized_operations),
+            ResourceType.CLUSTER, CLUSTER_NAME, 8 <= version <= 10 and req.include_cluster_authorized_operations),
     )
