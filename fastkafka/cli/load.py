@@ -31,6 +31,8 @@ import os
 import sys
 import time
 
+from fastkafka.config import parse_key_values
+
 __all__ = ["main", "run_load", "build_parser"]
 
 
@@ -80,13 +82,10 @@ def _source_options(args) -> dict:
 
 
 def _key_values(items: list[str], flag: str) -> dict:
-    pairs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"fastkafka load: {flag} needs KEY=VALUE, got {item!r}")
-        pairs[key.strip()] = value.strip()
-    return pairs
+    try:
+        return parse_key_values(items, flag)
+    except ValueError as e:
+        raise SystemExit(f"fastkafka load: {e}") from None
 
 
 def _session(args):

@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 
-from fastkafka.config import load_properties
+from fastkafka.config import load_properties, parse_key_values
 
 __all__ = ["main", "load_properties", "parse_overrides"]
 
@@ -29,14 +29,9 @@ log = logging.getLogger("fastkafka.serve")
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
-    """``["a=1", "b.c=x=y"]`` -> ``{"a": "1", "b.c": "x=y"}``; ValueError names a malformed item."""
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--override {item!r} is not key=value")
-        out[key.strip()] = value.strip()
-    return out
+    """The ``--override`` items: ``["a=1", "b.c=x=y"]`` -> ``{"a": "1", "b.c": "x=y"}``;
+    ValueError names a malformed item."""
+    return parse_key_values(items, "--override")
 
 
 def _raise_open_files_limit() -> None:

@@ -26,10 +26,10 @@ from typing import Any, Callable, Iterable, Mapping
 from .definitions import HOUR_MS, NO_EFFECT_YET
 from .keys import (BOOLEAN, DOUBLE, INT, KEYS, LIST, LONG, LONG_MAX, PASSWORD, STRING, TOPIC_KEYS,
                    ConfigException, ConfigKey, at_least, between, define, each_one_of, one_of)
-from .properties import load_properties
+from .properties import load_properties, parse_key_values
 
 __all__ = ["ConfigException", "ConfigKey", "define", "KEYS", "TOPIC_KEYS", "KafkaConfig", "LogConfig",
-           "load_properties", "INT", "LONG", "DOUBLE", "BOOLEAN", "STRING", "LIST", "PASSWORD", "at_least",
+           "load_properties", "parse_key_values", "INT", "LONG", "DOUBLE", "BOOLEAN", "STRING", "LIST", "PASSWORD", "at_least",
            "between", "one_of", "each_one_of", "topic_config_names", "topic_configs_without_effect"]
 
 def _listener_key(name: str) -> bool:

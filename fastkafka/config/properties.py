@@ -1,7 +1,24 @@
-"""Java ``.properties`` files: ``server.properties`` and a tool's ``--command-config``."""
+"""Java ``.properties`` files (``server.properties``, a tool's ``--command-config``) and the
+``KEY=VALUE`` items of command lines (``--override``, ``--conf``)."""
 from __future__ import annotations
 
-__all__ = ["load_properties"]
+__all__ = ["load_properties", "parse_key_values"]
+
+
+def parse_key_values(items: list[str], flag: str) -> dict[str, str]:
+    """``["a=1", "b.c = x=y"]`` -> ``{"a": "1", "b.c": "x=y"}``; ValueError names a malformed item
+    and the ``flag`` it came with.
+
+    >>> parse_key_values(["a=1", "b.c = x=y"], "--override")
+    {'a': '1', 'b.c': 'x=y'}
+    """
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{flag} needs KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def _unescape(s: str) -> str:

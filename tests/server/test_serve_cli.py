@@ -16,7 +16,7 @@ def test_properties_parsing():
     text = "# comment\n! also\nlog.dirs = /a,\\\n   /b\nbroker.id: 3\nnum.partitions 4\nempty=\n"
     assert load_properties(text) == {"log.dirs": "/a,/b", "broker.id": "3", "num.partitions": "4", "empty": ""}
     assert parse_overrides(["a=1", "b.c = x=y"]) == {"a": "1", "b.c": "x=y"}
-    with pytest.raises(ValueError, match="not key=value"):
+    with pytest.raises(ValueError, match="--override needs KEY=VALUE"):
         parse_overrides(["novalue"])
 
 
