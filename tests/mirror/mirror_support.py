@@ -74,29 +74,37 @@ def wait_for(condition, timeout: float, what: str, on_timeout=lambda: "") -> Non
 def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", timeout: float = 30) -> dict:
     """``{partition: [(offset, key, value, headers, timestamp)]}`` of every partition, from the
     beginning to its end (read_committed: the last stable offset)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-test-reader", "enable.auto.commit": False,
                   "isolation.level": isolation, "enable.partition.eof": True, "fetch.wait.max.ms": 50})
     try:
         parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-        got: dict[int, list] = {p: [] for p in parts}
-        eof: set[int] = set()
-        deadline = time.monotonic() + timeout
-        while eof != set(parts):
-            assert time.monotonic() < deadline, f"{topic}: no end of {set(parts) - eof} in {timeout}s"
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error() is not None:
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                eof.add(m.partition())
-                continue
-            eof.discard(m.partition())
-            got[m.partition()].append((m.offset(), m.key(), m.value(), m.headers() or [], m.timestamp()[1]))
-        return got
+        return read_to_end(c, parts, timeout, lambda m: (m.offset(), m.key(), m.value(), m.headers() or [],
+                                                         m.timestamp()[1]))
     finally:
         c.close()
+
+
+def read_to_end(consumer, partitions, timeout: float, record) -> dict[int, list]:
+    """``{partition: [record(message)]}`` as ``consumer`` (assigned or subscribed, with
+    enable.partition.eof) reads until each of ``partitions`` is at its end."""
+    from confluent_kafka import KafkaError
+    got: dict[int, list] = {p: [] for p in partitions}
+    eof: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while eof != set(partitions):
+        assert time.monotonic() < deadline, f"no end of {set(partitions) - eof} in {timeout}s"
+        m = consumer.poll(0.2)
+        if m is None:
+            continue
+        if m.error() is not None:
+            assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+            eof.add(m.partition())
+            continue
+        eof.discard(m.partition())
+        got[m.partition()].append(record(m))
+    return got
 
 
 def contents(rows: dict) -> dict:

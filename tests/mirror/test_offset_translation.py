@@ -14,12 +14,11 @@ import os
 import struct
 import subprocess
 import sys
-import time
 
 import pytest
 
 from brokers import ROOT
-from mirror_support import read_topic, wait_for
+from mirror_support import read_to_end, read_topic, wait_for
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient  # noqa: E402
@@ -99,25 +98,11 @@ def consume_rest(bootstrap, group, topic, partitions=(0, 1), timeout=30) -> dict
     c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                                   "auto.offset.reset": "latest", "isolation.level": "read_committed",
                                   "enable.partition.eof": True, "fetch.wait.max.ms": 50})
-    got: dict[int, list[bytes]] = {p: [] for p in partitions}
-    eof: set[int] = set()
     try:
         c.subscribe([topic])
-        deadline = time.monotonic() + timeout
-        while eof != set(partitions):
-            assert time.monotonic() < deadline, f"no end of {set(partitions) - eof} in {timeout}s"
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error() is not None:
-                assert m.error().code() == confluent_kafka.KafkaError._PARTITION_EOF, m.error()
-                eof.add(m.partition())
-                continue
-            eof.discard(m.partition())
-            got[m.partition()].append(m.value())
+        return read_to_end(c, partitions, timeout, lambda m: m.value())
     finally:
         c.close()
-    return got
 
 
 @pytest.mark.parametrize("mode", ["at-least-once", "exactly-once"])
