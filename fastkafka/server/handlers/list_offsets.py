@@ -1,9 +1,10 @@
 """ListOffsets: v0 is the seeds' ``getOffsetsBefore`` (segment base offsets, newest first, up to
 ``max_num_offsets``); v1+ answer one (timestamp, offset, leader epoch) per partition.
 
-Special timestamps: -1 latest, -2 earliest (the log start offset); any other value finds the
-first record with a timestamp at or after it (offset -1 and timestamp -1 when there is none, as
-Kafka answers). Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED).
+Special timestamps: -1 latest, -2 earliest (the log start offset), -3 (v7+, KIP-734) the largest
+timestamp and the offset of the *batch* holding it (Kafka 3.x before 3.7, which later answers
+that record's own offset); any other value finds the first record with a timestamp at or after it
+(offset -1 and timestamp -1 when there is none, as Kafka answers). Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED).
 
 Who asks (``replica_id``) decides, as in Kafka's ``ReplicaManager.fetchOffset``, where and up to
 where it is answered:
