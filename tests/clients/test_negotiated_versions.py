@@ -57,6 +57,22 @@ def test_kafka_python_uses_the_flexible_group_and_metadata_versions(recorded):
     assert (got["Metadata"], got["FindCoordinator"], got["JoinGroup"], got["OffsetCommit"]) == (12, 4, 7, 8)
 
 
+def test_kafka_python_admin_creates_and_deletes_topics_at_the_newest_versions(recorded):
+    kafka_admin = pytest.importorskip("kafka.admin")
+    broker, seen = recorded
+    admin = kafka_admin.KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+    try:
+        admin.create_topics([kafka_admin.NewTopic("kp", 2, 1, topic_configs={"retention.ms": "120000"})])
+        assert (broker.topics.get("kp").partitions, dict(broker.topics.get("kp").configs)) == (
+            2, {"retention.ms": "120000"})
+        admin.delete_topics(["kp"])
+        assert broker.topics.get("kp") is None
+    finally:
+        admin.close()
+    got = {name: max(vs) for name, vs in seen.items()}
+    assert (got["CreateTopics"], got["DeleteTopics"]) == (7, 5)
+
+
 def test_librdkafka_versions(recorded):
     ck = pytest.importorskip("confluent_kafka")
     broker, seen = recorded

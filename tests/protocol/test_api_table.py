@@ -8,7 +8,7 @@ from fastkafka.protocol import (APIS, SUPPORTED, Advertised, ApiKey, codec_for, 
 PHASE_1 = {"ApiVersions": 3, "Produce": 7, "Fetch": 11, "ListOffsets": 5, "Metadata": 8,
            "OffsetCommit": 7, "OffsetFetch": 5, "FindCoordinator": 2, "JoinGroup": 5,
            "SyncGroup": 3, "Heartbeat": 3, "LeaveGroup": 2, "ListGroups": 2, "DescribeGroups": 4,
-           "CreateTopics": 4, "DeleteTopics": 3, "CreatePartitions": 1, "DeleteRecords": 1,
+           "CreateTopics": 7, "DeleteTopics": 5, "CreatePartitions": 1, "DeleteRecords": 1,
            "DescribeConfigs": 2, "DeleteGroups": 1}
 # Phase 2's admin surface of Kafka 3.x clients (issue 17)
 PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "DescribeAcls": 1,

@@ -4,7 +4,7 @@ Notation: see :mod:`fastkafka.protocol.schema`.
 """
 from ..schema import declare
 
-CREATE_TOPICS = declare(19, "CreateTopics", max_version=4, first_flexible=5, request="""
+CREATE_TOPICS = declare(19, "CreateTopics", max_version=7, first_flexible=5, request="""
     topics                   []
       name                   string
       num_partitions         int32
@@ -21,11 +21,21 @@ CREATE_TOPICS = declare(19, "CreateTopics", max_version=4, first_flexible=5, req
     throttle_time_ms         int32   v2+
     topics                   []      <topics
       name                   string  <name
+      topic_id               uuid    v7+
       error_code             int16
       error_message          string  v1+  null  =null
+      topic_config_error_code int16  v5+  tag=0
+      num_partitions         int32   v5+  =-1
+      replication_factor     int16   v5+  =-1
+      configs                []      v5+  null  =null
+        name                 string
+        value                string  null
+        read_only            bool
+        config_source        int8    =-1
+        is_sensitive         bool
 """)
 
-DELETE_TOPICS = declare(20, "DeleteTopics", max_version=3, first_flexible=4, request="""
+DELETE_TOPICS = declare(20, "DeleteTopics", max_version=5, first_flexible=4, request="""
     topic_names              []string
     timeout_ms               int32
 """, response="""
@@ -33,6 +43,7 @@ DELETE_TOPICS = declare(20, "DeleteTopics", max_version=3, first_flexible=4, req
     responses                []      <topic_names
       name                   string  <.
       error_code             int16
+      error_message          string  v5+  null  =null
 """)
 
 CREATE_PARTITIONS = declare(37, "CreatePartitions", max_version=1, first_flexible=2, request="""

@@ -9,6 +9,12 @@ INVALID_PARTITIONS before anything is created.
 INVALID_REQUEST for each occurrence, as Kafka answers. Changes are synchronous in embedded mode,
 so ``timeout_ms`` never expires.
 
+CreateTopics v5+ answers each created (or, with ``validate_only``, validated) topic's partition
+count, replication factor and every topic config with its value and source, as DescribeConfigs
+would; without DESCRIBE_CONFIGS on the topic they are left out and ``topic_config_error_code``
+says TOPIC_AUTHORIZATION_FAILED (Kafka's rule). v7's topic id is the zero UUID: fastkafka keeps
+no topic ids (as Metadata answers). DeleteTopics v5+ carries each topic's error message.
+
 Authorization (with an authorizer): CreateTopics needs CREATE on the cluster or on the topic,
 DeleteTopics DELETE on the topic, CreatePartitions ALTER on the topic
 (TOPIC_AUTHORIZATION_FAILED for that topic otherwise, before anything else is checked).
@@ -19,8 +25,9 @@ from collections import Counter
 
 from fastkafka import errors
 
-from ..authorizer import AclOperation
+from ..authorizer import TOPIC, AclOperation
 from .authorization import require_topic
+from .configs import topic_config_entries
 from .failure import failure
 
 __all__ = ["handle_create_topics", "handle_delete_topics", "handle_create_partitions"]
@@ -74,6 +81,7 @@ def handle_create_topics(ctx, req):
     cls = ctx.codec.api.response
 
     may_create_any = ctx.authorize_cluster(AclOperation.CREATE)
+    described = {}    # v5+: name -> what the answer describes of the topic
 
     def create(t):
         if not may_create_any:
@@ -81,13 +89,29 @@ def handle_create_topics(ctx, req):
         _check_partition_count(max(t.num_partitions, len(t.assignments or ())))
         configs = {c.name: c.value for c in t.configs}
         if req.validate_only:
-            topics.validate_create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
+            n, cfg = topics.validate_create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
         else:
-            topics.create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
+            n = topics.create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments).partitions
+            cfg = topics.validate_configs(configs)
+        if ctx.version >= 5:
+            rf = (len(t.assignments[0].broker_ids) if t.assignments else t.replication_factor
+                  if t.replication_factor != -1 else ctx.broker.config["default.replication.factor"])
+            described[t.name] = (n, rf, cfg, {k: v for k, v in configs.items() if v is not None})
+
+    def result(t, code, msg):
+        out = cls.Topics(name=t.name, error_code=code, error_message=msg)
+        if code == 0 and t.name in described:
+            if ctx.authorize(AclOperation.DESCRIBE_CONFIGS, TOPIC, t.name):
+                out.num_partitions, out.replication_factor, cfg, overrides = described[t.name]
+                out.configs = [cls.Topics.Configs(name=n, value=v, read_only=False, config_source=s,
+                                                  is_sensitive=False)
+                               for n, v, s, _syn in topic_config_entries(ctx, cfg, overrides)]
+            else:
+                out.topic_config_error_code = errors.TopicAuthorizationFailedError.code
+        return out
 
     return cls(throttle_time_ms=0, topics=[
-        cls.Topics(name=t.name, error_code=code, error_message=msg)
-        for t, code, msg in _each_topic(req.topics, lambda t: t.name, create, _CREATE_TWICE)])
+        result(t, code, msg) for t, code, msg in _each_topic(req.topics, lambda t: t.name, create, _CREATE_TWICE)])
 
 
 def handle_delete_topics(ctx, req):
@@ -98,8 +122,8 @@ def handle_delete_topics(ctx, req):
         ctx.broker.topics.delete(name)
 
     return cls(throttle_time_ms=0, responses=[
-        cls.Responses(name=name, error_code=code)
-        for name, code, _ in _each_topic(req.topic_names, lambda n: n, delete)])
+        cls.Responses(name=name, error_code=code, error_message=msg)
+        for name, code, msg in _each_topic(req.topic_names, lambda n: n, delete)])
 
 
 def handle_create_partitions(ctx, req):

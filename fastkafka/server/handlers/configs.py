@@ -29,7 +29,8 @@ from ..dynamic_config import (DEFAULT_CONFIG, DEFAULT_ENTITY, DYNAMIC_DEFAULT_BR
 from .authorization import AclOperation, require_cluster, require_topic
 from .failure import failure
 
-__all__ = ["handle_describe_configs", "handle_alter_configs", "handle_incremental_alter_configs"]
+__all__ = ["handle_describe_configs", "handle_alter_configs", "handle_incremental_alter_configs",
+           "topic_config_entries"]
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG = 1
@@ -47,23 +48,30 @@ def _wanted(keys, names):
     return [n for n in names if keys is None or n in keys]
 
 
-def _topic_configs(ctx, cls, name: str, keys, synonyms: bool):
-    topics = ctx.broker.topics
-    info = topics.get(name)
-    if info is None:
-        raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-    effective = topics.log_config(name)
+def topic_config_entries(ctx, effective, overrides, keys=None) -> list[tuple]:
+    """``(name, value, ConfigSource, synonyms)`` of each topic config (``keys``: all when None)
+    of a topic whose LogConfig is ``effective`` and whose own overrides are ``overrides``:
+    DescribeConfigs' entries, and CreateTopics v5+'s."""
     dyn = ctx.broker.dynamic_config
     out = []
     for tname in _wanted(keys, sorted(TOPIC_KEYS)):
         key = TOPIC_KEYS[tname]
         value = getattr(effective, tname.replace(".", "_"), None)
-        syn = [(tname, info.configs[tname], DYNAMIC_TOPIC_CONFIG)] if tname in info.configs else []
+        syn = [(tname, overrides[tname], DYNAMIC_TOPIC_CONFIG)] if tname in overrides else []
         syn += dyn.synonyms(key.name)
         source = syn[0][2] if syn else DEFAULT_CONFIG
         syn.append((key.name, config_text(key.default), DEFAULT_CONFIG))
-        out.append(_entry(cls, tname, config_text(value), False, source, syn if synonyms else []))
+        out.append((tname, config_text(value), source, syn))
     return out
+
+
+def _topic_configs(ctx, cls, name: str, keys, synonyms: bool):
+    topics = ctx.broker.topics
+    info = topics.get(name)
+    if info is None:
+        raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+    return [_entry(cls, tname, value, False, source, syn if synonyms else [])
+            for tname, value, source, syn in topic_config_entries(ctx, topics.log_config(name), info.configs, keys)]
 
 
 def _broker_entity(ctx, name: str) -> str:
