@@ -36,16 +36,17 @@ writes to the new leader; the nemesis then heals and waits until every ISR is fu
 
 The checker then reads the final log and asserts, for every partition of every topic: every
 acknowledged record is at its acknowledged offset; the acknowledgements came in offset order; no
-value is in the log twice, nor in a partition it was not sent to; nothing a consumer ever read
-changed or vanished; and the three replicas' segment files end up byte-identical. A floor on the
-number of acknowledgements (proportional to the mode's cuts) keeps a dead producer from passing.
+value is in the log twice (but for copies the client itself sent again under a bumped producer
+epoch, never acknowledged: :func:`resent_after_epoch_bump`), nor in a partition it was not sent
+to; nothing a consumer ever read changed or vanished; and the three replicas' segment files end
+up byte-identical. A floor on the number of acknowledgements (proportional to the mode's cuts)
+keeps a dead producer from passing.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -360,6 +361,26 @@ def first_difference(files: dict[int, bytes]) -> str:
     return "they hold the same batches (a partial batch at the end?)"
 
 
+def producer_epochs(cluster, topic: str, partition: int) -> dict[int, int]:
+    """Offset -> the producer epoch of its batch, from one replica's segment files."""
+    data = next(iter(partition_files(cluster, topic, partition).values()))
+    return {o: b.producer_epoch for b in iter_batches(data, check_crc=False) if not b.is_control
+            for o in range(b.base_offset, b.base_offset + b.last_offset_delta + 1)}
+
+
+def resent_after_epoch_bump(offsets: list[int], acked: set[int], epochs: dict[int, int]) -> bool:
+    """Is a value in the log at every one of ``offsets`` because the client sent it again as a new
+    record (KIP-360)? librdkafka bumps its producer epoch producer-wide after an
+    OUT_OF_ORDER_SEQUENCE_NUMBER on any partition and renumbers every message it holds as not
+    persisted -- among them a batch whose old leader appended it, saw it replicated to the next
+    leader, then lost the leadership and answered NOT_LEADER_OR_FOLLOWER, as Kafka's
+    DelayedProduce answers too. A broker can only catch a retry within one producer epoch (so can
+    Kafka's). So: every copy but the last was never acknowledged and is of an older epoch than the
+    last. A copy in the same epoch, or one that was acknowledged, is still a broker's duplicate."""
+    last = max(offsets)
+    return all(o not in acked and epochs.get(o, -1) < epochs.get(last, -1) for o in offsets if o != last)
+
+
 def check(cluster, workload: Workload) -> None:
     """The history against the final log (see the module docstring)."""
     final = {(t, p): records for t, n in workload.topics.items()
@@ -376,9 +397,20 @@ def check(cluster, workload: Workload) -> None:
         if lost:
             problems.append(f"{name}: {len(lost)} acknowledged records lost or moved "
                             f"(offset, acked value, final value), e.g. {lost[:5]}")
-        dups = sorted(v for v, n in Counter(v for _, v in final[tp]).items() if n > 1)
-        if dups:
-            problems.append(f"{name}: {len(dups)} values written more than once, e.g. {dups[:5]}")
+        copies: dict[bytes, list[int]] = {}
+        for o, v in final[tp]:
+            copies.setdefault(v, []).append(o)
+        twice = {v: os_ for v, os_ in copies.items() if len(os_) > 1}
+        if twice:
+            epochs = producer_epochs(cluster, *tp)
+            acked_at = {o for o, _ in workload.acked[tp]}
+            resent = sorted(v for v, os_ in twice.items() if resent_after_epoch_bump(os_, acked_at, epochs))
+            if resent:
+                print(f"{name}: {len(resent)} values the client re-sent under a bumped producer epoch "
+                      f"(never acknowledged before): {resent[:5]}")
+            dups = sorted(set(twice) - set(resent))
+            if dups:
+                problems.append(f"{name}: {len(dups)} values written more than once, e.g. {dups[:5]}")
         stray = [(o, v) for o, v in final[tp] if workload.targets[int(v) % len(workload.targets)] != tp]
         if stray:
             problems.append(f"{name}: {len(stray)} records sent to another partition, e.g. {stray[:5]}")
