@@ -68,8 +68,9 @@ from typing import NamedTuple
 
 from fastkafka import errors
 from fastkafka.client import AdminClient, ClientConfig, Producer, ProducerData
+from fastkafka.coordinator.formats import RecordReader
 
-from .internal import TopicReader, read_string, string
+from .internal import TopicReader, with_string
 from .naming import TopicSelector, checkpoints_topic, offset_syncs_topic
 from .syncs import SyncStore, read_syncs
 
@@ -93,22 +94,19 @@ class Checkpoint(NamedTuple):
     metadata: str = ""
 
     def key(self) -> bytes:
-        return string(self.group) + string(self.topic) + _I32.pack(self.partition)
+        return with_string(self.group) + with_string(self.topic) + _I32.pack(self.partition)
 
     def value(self) -> bytes:
-        return _I16.pack(0) + _VALUE.pack(self.upstream, self.downstream) + string(self.metadata)
+        return _I16.pack(0) + _VALUE.pack(self.upstream, self.downstream) + with_string(self.metadata)
 
     @classmethod
     def decode(cls, key: bytes, value: bytes) -> "Checkpoint":
-        group, pos = read_string(key, 0)
-        topic, pos = read_string(key, pos)
-        (partition,) = _I32.unpack_from(key, pos)
-        (version,) = _I16.unpack_from(value, 0)
+        k, v = RecordReader(key), RecordReader(value)
+        group, topic, partition = k.str(), k.str(), k.i32()
+        version = v.i16()
         if version != 0:
-            raise ValueError(f"checkpoint version {version} is not known")
-        upstream, downstream = _VALUE.unpack_from(value, 2)
-        metadata, _ = read_string(value, 2 + _VALUE.size)
-        return cls(group, topic, partition, upstream, downstream, metadata)
+            raise errors.CorruptRecordError(f"checkpoint version {version} is not known")
+        return cls(group, topic, partition, v.i64(), v.i64(), v.str())
 
 
 def read_checkpoints(reader: TopicReader, into: dict | None = None) -> dict[tuple[str, str, int], Checkpoint]:
@@ -119,7 +117,7 @@ def read_checkpoints(reader: TopicReader, into: dict | None = None) -> dict[tupl
             continue
         try:
             c = Checkpoint.decode(key, value)
-        except (struct.error, UnicodeDecodeError, ValueError) as e:
+        except errors.CorruptRecordError as e:
             log.warning("skipping a malformed checkpoint in %s: %s", reader.topic, e)
             continue
         out[c.group, c.topic, c.partition] = c

@@ -8,41 +8,36 @@ per source partition, or per group and partition: only the latest record of each
 records in MM2's binary layout -- Kafka's protocol types, big-endian: STRING is an INT16 length
 and UTF-8 bytes -- so Kafka's own tools (``RemoteClusterUtils.translateOffsets``, the
 ``OffsetSyncFormatter`` and ``CheckpointFormatter`` of ``kafka-console-consumer``) read ours.
+The primitives are those of Kafka's other internal topics (:mod:`fastkafka.coordinator.formats`).
 
 Example::
 
-    >>> k = string("orders") + struct.pack(">i", 2)
-    >>> read_string(k, 0)
-    ('orders', 8)
+    >>> from fastkafka.coordinator.formats import RecordReader
+    >>> r = RecordReader(with_string("orders") + bytes([0, 0, 0, 2]))
+    >>> r.str(), r.i32()
+    ('orders', 2)
 """
 from __future__ import annotations
 
 import logging
-import struct
 import time
 
 from fastkafka import errors
 from fastkafka.client import AdminClient, ClientConfig
 from fastkafka.client.fetcher import EARLIEST, Fetcher
+from fastkafka.coordinator.formats import write_string
 
-__all__ = ["string", "read_string", "ensure_topic", "TopicReader", "INTERNAL_CONFIGS"]
+__all__ = ["with_string", "ensure_topic", "TopicReader", "INTERNAL_CONFIGS"]
 
 log = logging.getLogger("fastkafka.mirror")
-_I16 = struct.Struct(">h")
 INTERNAL_CONFIGS = {"cleanup.policy": "compact"}
 
 
-def string(s: str) -> bytes:
-    """Kafka's protocol STRING: INT16 length, UTF-8 bytes."""
-    b = s.encode()
-    return _I16.pack(len(b)) + b
-
-
-def read_string(buf: bytes, pos: int) -> tuple[str, int]:
-    """The STRING at ``pos`` and the position after it."""
-    (n,) = _I16.unpack_from(buf, pos)
-    pos += 2
-    return bytes(buf[pos:pos + n]).decode(), pos + n
+def with_string(s: str) -> bytes:
+    """Kafka's STRING (INT16 length, UTF-8 bytes), as bytes to join with others."""
+    out = bytearray()
+    write_string(out, s)
+    return bytes(out)
 
 
 def _exists(admin: AdminClient, name: str) -> bool:

@@ -56,8 +56,9 @@ from typing import NamedTuple
 
 from fastkafka import errors
 from fastkafka.client import Producer, ProducerData
+from fastkafka.coordinator.formats import RecordReader
 
-from .internal import TopicReader, read_string, string
+from .internal import TopicReader, with_string
 
 __all__ = ["OffsetSync", "SyncTracker", "SyncWriter", "SyncStore", "read_syncs", "OFFSET_LAG_MAX"]
 
@@ -75,17 +76,15 @@ class OffsetSync(NamedTuple):
     downstream: int
 
     def key(self) -> bytes:
-        return string(self.topic) + _I32.pack(self.partition)
+        return with_string(self.topic) + _I32.pack(self.partition)
 
     def value(self) -> bytes:
         return _VALUE.pack(self.upstream, self.downstream)
 
     @classmethod
     def decode(cls, key: bytes, value: bytes) -> "OffsetSync":
-        topic, pos = read_string(key, 0)
-        (partition,) = _I32.unpack_from(key, pos)
-        upstream, downstream = _VALUE.unpack_from(value, 0)
-        return cls(topic, partition, upstream, downstream)
+        k, v = RecordReader(key), RecordReader(value)
+        return cls(k.str(), k.i32(), v.i64(), v.i64())
 
 
 class SyncWriter:
@@ -269,6 +268,6 @@ def read_syncs(reader: TopicReader, store: SyncStore) -> int:
         try:
             store.add(OffsetSync.decode(key, value))
             n += 1
-        except (struct.error, UnicodeDecodeError) as e:
+        except errors.CorruptRecordError as e:
             log.warning("skipping a malformed offset sync in %s: %s", reader.topic, e)
     return n
