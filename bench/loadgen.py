@@ -10,6 +10,13 @@ so its CPU time can be read from /proc like a broker's):
   null       reads each frame, appends its body to PATH, answers 40 bytes (produce limit)
   sendfile   answers each frame with a 100-byte header + ``os.sendfile`` of the next 1 MiB of PATH
   read       the same, but ``os.preadv`` into a buffer then ``sendall`` (the copy fetch avoids)
+  small      small-request limit (PATH is the partition count Metadata answers for any topic):
+             a C loop (small_requests.pyx) that decodes each frame's header and answers a one-partition
+             Produce v7 with a canned response; other requests (ApiVersions, Metadata, larger Produce)
+             are answered from Python with fastkafka's codecs, so real clients can connect to it
+
+Small requests (one record per Produce) are driven by :func:`replay_small`, a C loop over several
+connections with ``window`` requests in flight on each: a Python loop would measure itself.
 """
 from __future__ import annotations
 
@@ -84,6 +91,15 @@ def fetch_frame(topic: str, offset: int) -> bytes:
                                                  "log_start_offset": -1, "partition_max_bytes": BATCH + 4096}]}],
             "forgotten_topics_data": [], "rack_id": ""}
     return bytes(P.encode_request(P.ApiKey.FETCH, 11, 1, body, "bench"))
+
+
+def small_produce_frame(topic: str, value_size: int = 100, partition: int = 0, acks: int = 1) -> bytes:
+    """One Produce v7 request holding one record of ``value_size`` bytes (what a producer with
+    linger.ms=0 sends per message when the broker keeps up)."""
+    batch = records.build_batch([(None, os.urandom(value_size), [], 1_700_000_000_000)])
+    body = {"acks": acks, "timeout_ms": 30000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
+    return bytes(P.encode_request(P.ApiKey.PRODUCE, 7, 1, body, "bench"))
 
 
 def call(port: int, key: int, version: int, body) -> object:
@@ -162,6 +178,36 @@ def replay(port: int, frames: list[bytes], window: int) -> tuple[float, int]:
     return elapsed, total
 
 
+def _small_requests():
+    """The C half (small_requests.pyx), compiled on first use by pyximport: a bench tool, so it is
+    not one of the package's extensions."""
+    import pyximport  # noqa: PLC0415
+    pyximport.install(language_level=3, setup_args={"include_dirs": [ROOT]})
+    import small_requests  # noqa: PLC0415
+    return small_requests
+
+
+def replay_small(port: int, frame: bytes, total: int, window: int, connections: int) -> tuple[float, int]:
+    """Send ``frame`` ``total`` times over ``connections`` sockets, ``window`` unanswered on each;
+    returns (seconds, response bytes)."""
+    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(connections)]
+    try:
+        for s in socks:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.setblocking(False)
+        secs, _, nbytes = _small_requests().drive([s.fileno() for s in socks], frame, total, window)
+    finally:
+        for s in socks:
+            s.close()
+    return secs, nbytes
+
+
+def measure_small(port: int, pid: int, frame: bytes, total: int, window: int, connections: int) -> dict:
+    c0 = cpu_seconds(pid)
+    secs, nbytes = replay_small(port, frame, total, window, connections)
+    return {"secs": secs, "cpu": cpu_seconds(pid) - c0, "bytes": nbytes, "requests": total}
+
+
 def measure(port: int, pid: int, frames, window: int) -> dict:
     c0 = cpu_seconds(pid)
     secs, nbytes = replay(port, frames, window)
@@ -220,6 +266,41 @@ def file_server(srv: socket.socket, path: str, use_sendfile: bool) -> None:
         pos += BATCH
 
 
+class SmallAnswers:
+    """The small-request limit's answers to what its C loop leaves to Python: ApiVersions,
+    Metadata (this server as the one broker; any topic asked for exists with ``partitions``
+    partitions) and any Produce (every partition appended at offset 0)."""
+
+    def __init__(self, port: int, partitions: int):
+        self.port, self.partitions = port, partitions
+        self.advertised = P.Advertised(ranges={P.ApiKey.API_VERSIONS: (0, 3), P.ApiKey.METADATA: (0, 12),
+                                               P.ApiKey.PRODUCE: (0, 7)})
+
+    def __call__(self, frame: bytes) -> bytes | None:
+        header, pos = P.read_request_header(frame)
+        key, version = header.api_key, header.api_version
+        if not self.advertised.supports(key, version):
+            if key == P.ApiKey.API_VERSIONS:
+                return b"".join(P.encode_api_versions_error(header.correlation_id, self.advertised))
+            raise SystemExit(f"small-request limit: {P.API_NAMES.get(key, key)} v{version} not served")
+        codec = P.codec(key, version)
+        req = codec.decode_request(frame, pos)
+        if key == P.ApiKey.API_VERSIONS:
+            resp = self.advertised.api_versions_response()
+        elif key == P.ApiKey.METADATA:
+            resp = {"brokers": [{"node_id": 0, "host": "127.0.0.1", "port": self.port}], "controller_id": 0,
+                    "topics": [{"name": t.name, "partitions": [
+                        {"partition_index": p, "leader_id": 0, "replica_nodes": [0], "isr_nodes": [0]}
+                        for p in range(self.partitions)]} for t in (req.topics or [])]}
+        else:
+            if req.acks == 0:
+                return None
+            resp = {"responses": [{"name": t.name, "partition_responses": [
+                {"index": p.index, "base_offset": 0, "log_append_time_ms": -1} for p in t.partition_data]}
+                for t in req.topic_data]}
+        return b"".join(bytes(c) for c in codec.encode_response(header.correlation_id, resp))
+
+
 def spawn(argv: list[str], env: dict | None = None, cwd: str = ROOT) -> subprocess.Popen:
     return subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, **(env or {})))
@@ -236,8 +317,10 @@ if __name__ == "__main__":
     if sys.argv[1:2] != ["--serve"]:
         sys.exit(__doc__)
     kind, port, path = sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    server = socket.create_server(("127.0.0.1", port))
-    if kind == "null":
+    server = socket.create_server(("127.0.0.1", port), backlog=128)
+    if kind == "small":
+        _small_requests().serve(server.fileno(), SmallAnswers(port, int(path)))
+    elif kind == "null":
         null_broker(server, path)
     else:
         file_server(server, path, use_sendfile=(kind == "sendfile"))

@@ -1,0 +1,195 @@
+"""Per-request cost (issue 18 item 4): one-record Produce requests against their limit, and 1,000 partitions.
+
+Sections, each alternating its targets round by round (DESIGN §9), each target its own process:
+  loadgen    the C load generator (loadgen.replay_small) replays one Produce v7 holding one 100-byte
+             record (acks=1) over ``--connections`` sockets with ``--window`` requests in flight on each,
+             against fastkafka and the small-request limit (loadgen ``--serve small``: a C loop that decodes
+             the request header and answers a canned Produce response)
+  librdkafka confluent-kafka's Producer with linger.ms=0 and batch.num.messages=1, so every record is
+             its own Produce request, against the same two targets (the Python produce loop is the client)
+  partitions confluent-kafka (linger.ms=5) producing the same bytes to a topic of 1 partition and to one
+             of ``--partitions`` partitions (records spread round-robin), both on fastkafka
+
+Every function is importable (a pytest-benchmark wrapper can time ``loadgen_round`` and friends);
+``main`` prints the figures: rates, CPU seconds per million requests, and ratios best-to-best and as
+the median of per-round ratios.
+
+Usage::
+
+    .venv/bin/python bench/bench_small_requests.py [--rounds 5] [--requests 200000] [--window 16]
+        [--connections 4] [--sections loadgen,librdkafka,partitions]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import loadgen as L  # noqa: E402
+from bench_server import Broker, alternate, start_fastkafka  # noqa: E402
+
+from fastkafka import protocol as P  # noqa: E402
+
+ROOT = L.ROOT
+TOPIC = "small"
+
+
+def start_limit(partitions: int = 1) -> Broker:
+    """The small-request limit as its own process (its Metadata gives every topic ``partitions``)."""
+    proc, port = L.start_reference("small", str(partitions))
+    return Broker("limit", proc, port)
+
+
+def create_topic(port: int, topic: str, partitions: int) -> None:
+    resp = L.call(port, P.ApiKey.CREATE_TOPICS, 4, {
+        "topics": [{"name": topic, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+                    "configs": []}], "timeout_ms": 30000, "validate_only": False})
+    if resp.topics[0].error_code not in (0, 36):
+        raise SystemExit(f"create topic {topic} on port {port}: error {resp.topics[0].error_code}")
+
+
+def check_small(port: int, frame: bytes) -> None:
+    """One request answered with no error (set-up, never timed)."""
+    part = L.call_frame(port, frame, P.ApiKey.PRODUCE, 7).responses[0].partition_responses[0]
+    if part.error_code:
+        raise SystemExit(f"produce to port {port} failed with error {part.error_code}")
+
+
+def loadgen_round(target: Broker, frame: bytes, requests: int, window: int, connections: int) -> dict:
+    """One timed replay: {secs, cpu (the target's CPU seconds), bytes, requests}."""
+    return L.measure_small(target.port, target.pid, frame, requests, window, connections)
+
+
+def librdkafka_round(target: Broker, topic: str, records: int, value: bytes, partitions: int = 1,
+                     linger_ms: int = 0, batch_records: int = 1) -> dict:
+    """confluent-kafka producing ``records`` values of ``value`` (acks=1) round-robin over
+    ``partitions``; {secs, cpu, requests (records)}. With the defaults every record is one request."""
+    from confluent_kafka import Producer  # noqa: PLC0415
+    conf = {"bootstrap.servers": f"127.0.0.1:{target.port}", "acks": 1, "linger.ms": linger_ms,
+            "batch.num.messages": batch_records, "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 4 << 20, "enable.idempotence": False}
+    p = Producer(conf)
+    p.list_topics(topic, timeout=30)   # metadata before the clock starts
+    failed = []
+
+    def on_delivery(err, _msg):
+        if err is not None:
+            failed.append(err)
+    c0 = L.cpu_seconds(target.pid)
+    t0 = time.perf_counter()
+    produce, poll = p.produce, p.poll
+    for i in range(records):
+        while True:
+            try:
+                produce(topic, value, partition=i % partitions, on_delivery=on_delivery)
+                break
+            except BufferError:
+                poll(0.001)
+        if i & 1023 == 0:
+            poll(0)
+    if p.flush(120) > 0:
+        raise SystemExit(f"librdkafka producer to port {target.port}: records left after 120 s")
+    secs = time.perf_counter() - t0
+    if failed:
+        raise SystemExit(f"librdkafka producer to port {target.port}: {len(failed)} failed, first {failed[0]}")
+    return {"secs": secs, "cpu": L.cpu_seconds(target.pid) - c0, "requests": records,
+            "bytes": records * len(value)}
+
+
+def ratios(results: dict, name: str, limit: str) -> tuple[float, float]:
+    """(best-to-best, median of per-round) rate ratio of ``name`` against ``limit``."""
+    rate = {k: [r["requests"] / r["secs"] for r in v] for k, v in results.items()}
+    return (max(rate[name]) / max(rate[limit]),
+            statistics.median(a / b for a, b in zip(rate[name], rate[limit])))
+
+
+def print_section(title: str, results: dict, limit: str) -> None:
+    print(f"\n{title}")
+    for name, rounds in results.items():
+        rates = [r["requests"] / r["secs"] for r in rounds]
+        cpu = statistics.median(r["cpu"] / r["requests"] * 1e6 for r in rounds)
+        line = (f"  {name:<22} best {max(rates) / 1e3:8.1f} k/s  median {statistics.median(rates) / 1e3:8.1f} k/s"
+                f"  CPU {cpu:6.2f} s per M")
+        if name != limit:
+            best, per_round = ratios(results, name, limit)
+            line += f"  vs {limit}: {best:.2f}x / {per_round:.2f}x"
+        print(line)
+
+
+def loadgen_section(fk: Broker, limit: Broker, args) -> dict:
+    frame = L.small_produce_frame(TOPIC, args.value_size)
+    targets = {"fastkafka": fk, "limit": limit}
+    for t in targets.values():
+        check_small(t.port, frame)
+        L.replay_small(t.port, frame, args.requests // 4, args.window, args.connections)   # warm-up
+    return alternate(targets, args.rounds,
+                     lambda _n, t: loadgen_round(t, frame, args.requests, args.window, args.connections))
+
+
+def librdkafka_section(fk: Broker, limit: Broker, args) -> dict:
+    value = os.urandom(args.value_size)
+    targets = {"fastkafka": fk, "limit": limit}
+    n = args.requests // 2
+    for t in targets.values():
+        librdkafka_round(t, TOPIC, n // 4, value)
+    return alternate(targets, args.rounds, lambda _n, t: librdkafka_round(t, TOPIC, n, value))
+
+
+def partitions_section(fk: Broker, args) -> dict:
+    value = os.urandom(args.record_size)
+    create_topic(fk.port, "one", 1)
+    create_topic(fk.port, "many", args.partitions)
+    n = args.partition_records
+    cases = {"1 partition": ("one", 1), f"{args.partitions} partitions": ("many", args.partitions)}
+    for topic, parts in cases.values():
+        librdkafka_round(fk, topic, n // 4, value, parts, linger_ms=5, batch_records=10000)
+
+    def run(_name, case):
+        return librdkafka_round(fk, case[0], n, value, case[1], linger_ms=5, batch_records=10000)
+    return alternate(cases, args.rounds, run)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=200_000, help="requests per load-generator round")
+    ap.add_argument("--window", type=int, default=16, help="requests in flight per connection")
+    ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=1000)
+    ap.add_argument("--record-size", type=int, default=1000, help="record size of the partitions section")
+    ap.add_argument("--partition-records", type=int, default=300_000)
+    ap.add_argument("--sections", default="loadgen,librdkafka,partitions")
+    ap.add_argument("--override", action="append", default=[], help="a broker property KEY=VALUE")
+    args = ap.parse_args(argv)
+    todo = set(args.sections.split(","))
+    with tempfile.TemporaryDirectory(prefix="fk-small-") as data:
+        fk = start_fastkafka("fastkafka", ROOT, data, 0, tuple(args.override))
+        limit = start_limit()
+        try:
+            create_topic(fk.port, TOPIC, 1)
+            if "loadgen" in todo:
+                res = loadgen_section(fk, limit, args)
+                print_section(f"load generator: one {args.value_size} B record per Produce, {args.connections} "
+                              f"connections x {args.window} in flight", res, "limit")
+            if "librdkafka" in todo:
+                res = librdkafka_section(fk, limit, args)
+                print_section(f"confluent-kafka: one {args.value_size} B record per Produce (linger.ms=0, "
+                              f"batch.num.messages=1)", res, "limit")
+            if "partitions" in todo:
+                res = partitions_section(fk, args)
+                print_section(f"confluent-kafka, linger.ms=5: {args.record_size} B records over 1 vs "
+                              f"{args.partitions} partitions", res, "1 partition")
+        finally:
+            for b in (fk, limit):
+                b.proc.kill()
+                b.proc.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
