@@ -120,9 +120,9 @@ def print_section(title: str, results: dict, limit: str) -> None:
         print(line)
 
 
-def loadgen_section(fk: Broker, limit: Broker, args) -> dict:
+def loadgen_section(fk: Broker, limit: Broker, args, base: Broker | None = None) -> dict:
     frame = L.small_produce_frame(TOPIC, args.value_size)
-    targets = {"fastkafka": fk, "limit": limit}
+    targets = {"fastkafka": fk, **({"fastkafka (base)": base} if base else {}), "limit": limit}
     for t in targets.values():
         check_small(t.port, frame)
         L.replay_small(t.port, frame, args.requests // 4, args.window, args.connections)   # warm-up
@@ -130,9 +130,9 @@ def loadgen_section(fk: Broker, limit: Broker, args) -> dict:
                      lambda _n, t: loadgen_round(t, frame, args.requests, args.window, args.connections))
 
 
-def librdkafka_section(fk: Broker, limit: Broker, args) -> dict:
+def librdkafka_section(fk: Broker, limit: Broker, args, base: Broker | None = None) -> dict:
     value = os.urandom(args.value_size)
-    targets = {"fastkafka": fk, "limit": limit}
+    targets = {"fastkafka": fk, **({"fastkafka (base)": base} if base else {}), "limit": limit}
     n = args.requests // 2
     for t in targets.values():
         librdkafka_round(t, TOPIC, n // 4, value)
@@ -165,19 +165,26 @@ def main(argv=None) -> int:
     ap.add_argument("--partition-records", type=int, default=300_000)
     ap.add_argument("--sections", default="loadgen,librdkafka,partitions")
     ap.add_argument("--override", action="append", default=[], help="a broker property KEY=VALUE")
+    ap.add_argument("--baseline", help="another checkout (extensions built) run beside this tree: an A/B")
     args = ap.parse_args(argv)
     todo = set(args.sections.split(","))
     with tempfile.TemporaryDirectory(prefix="fk-small-") as data:
-        fk = start_fastkafka("fastkafka", ROOT, data, 0, tuple(args.override))
+        fk = start_fastkafka("fastkafka", ROOT, os.path.join(data, "a"), 0, tuple(args.override))
+        base = None
+        if args.baseline:
+            base = start_fastkafka("fastkafka (base)", args.baseline, os.path.join(data, "b"), 0,
+                                   tuple(args.override))
         limit = start_limit()
         try:
-            create_topic(fk.port, TOPIC, 1)
+            for b in (fk, base):
+                if b is not None:
+                    create_topic(b.port, TOPIC, 1)
             if "loadgen" in todo:
-                res = loadgen_section(fk, limit, args)
+                res = loadgen_section(fk, limit, args, base)
                 print_section(f"load generator: one {args.value_size} B record per Produce, {args.connections} "
                               f"connections x {args.window} in flight", res, "limit")
             if "librdkafka" in todo:
-                res = librdkafka_section(fk, limit, args)
+                res = librdkafka_section(fk, limit, args, base)
                 print_section(f"confluent-kafka: one {args.value_size} B record per Produce (linger.ms=0, "
                               f"batch.num.messages=1)", res, "limit")
             if "partitions" in todo:
@@ -185,7 +192,9 @@ def main(argv=None) -> int:
                 print_section(f"confluent-kafka, linger.ms=5: {args.record_size} B records over 1 vs "
                               f"{args.partitions} partitions", res, "1 partition")
         finally:
-            for b in (fk, limit):
+            for b in (fk, base, limit):
+                if b is None:
+                    continue
                 b.proc.kill()
                 b.proc.wait()
     return 0

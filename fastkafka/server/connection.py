@@ -45,7 +45,7 @@ class Connection:
     __slots__ = ("id", "sock", "fd", "peer", "listener", "frames", "_decoder",
                  "muted", "send", "closed", "last_active", "events", "_max_frame", "_body", "_have",
                  "inline_response", "tls", "handshaking", "session", "close_after_send", "unmute_at",
-                 "response_sent")
+                 "response_sent", "waiting")
 
     def __init__(self, conn_id: str, sock: socket.socket, peer, listener: str, max_frame: int,
                  tls: bool = False):
@@ -70,7 +70,10 @@ class Connection:
         self._body: memoryview | None = None  # a large frame being received directly
         self._have = 0                         # bytes of _body received so far
         self.inline_response = None            # set by a handler that answered on the processor thread
-        self.response_sent = None   # metrics on: called with the time the response's last byte left
+        # metrics on: each called with the time the response's last byte left (several when
+        # responses are gathered into one write); appended by handler threads, swapped by the processor
+        self.response_sent: list = []
+        self.waiting = None   # a completion held back until gathered responses are out (Processor)
 
     # --- reading ---
     def read(self, scratch: memoryview) -> bool:
