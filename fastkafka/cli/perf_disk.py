@@ -136,6 +136,7 @@ def run_disk(args, out=None) -> int:
         for row in rows:
             print(f"  {setting_text(row['setting']):<28} {row['records_per_s']:>10.0f} records/s "
                   f"{row['mb_per_s']:>8.1f} MB/s  p99 {row['p99_ms_saturated']:>6.0f} ms saturated, "
-                  f"{row['p99_ms_capped']:>6.1f} ms capped", file=out)
+                  f"{row['p99_ms_capped']:>6.1f} ms capped; {row['ratio']:.2f}x of the disk's write "
+                  f"with that flush ({row['disk_write_mb_per_s']:.1f} MB/s)", file=out)
     out.flush()
     return 0

@@ -36,7 +36,7 @@ from .consume import ConsumeResult, run_consume
 from .disk import drop_cached
 from .produce import ProduceResult, run_produce
 
-__all__ = ["BrokerProcess", "BrokerRates", "broker_rates", "flush_sweep", "jbod", "PRODUCER_PROPS"]
+__all__ = ["BrokerProcess", "BrokerRates", "broker_rates", "flush_interval", "flush_sweep", "jbod", "PRODUCER_PROPS"]
 
 # Big batches and a short linger: the producer's per-request cost must not hide the disk's rate.
 PRODUCER_PROPS = {"acks": "1", "batch.size": 1 << 20, "linger.ms": 5}
@@ -165,19 +165,33 @@ def _fresh(parent: str, name: str) -> str:
     return path
 
 
+def flush_interval(setting: dict, record_size: int) -> tuple[int | None, int | None]:
+    """The disk probe's (flush_bytes, flush_ms) for a broker's ``log.flush.interval.*`` setting.
+    The probe writes 1 MiB blocks and checks after each, so it never syncs more often than a
+    broker that flushes whole appends of 1 MiB batches."""
+    messages = setting.get("log.flush.interval.messages")
+    ms = setting.get("log.flush.interval.ms")
+    return (None if messages is None else int(messages) * record_size), (None if ms is None else int(ms))
+
+
 def flush_sweep(log_dir: str, settings: list[dict], *, num_records: int, record_size: int = 1000,
                 latency_rate: float | None = None, rounds: int = 2) -> list[dict]:
     """For each broker ``settings`` entry (e.g. ``{"log.flush.interval.messages": 1000}``):
-    a fresh broker on a fresh directory under ``log_dir``, ``num_records`` produced as fast as
-    possible (throughput, and the p99 of that saturated run), then the same count capped at
-    ``latency_rate`` records/s (default: half the first setting's rate) for the p99 of a
-    broker that is not saturated. Rounds alternate the settings; the median round is kept."""
+    the disk's buffered write rate with that flush interval (the limit), then a fresh broker on
+    a fresh directory under ``log_dir``, ``num_records`` produced as fast as possible
+    (throughput, and the p99 of that saturated run), then the same count capped at
+    ``latency_rate`` records/s (default: half the first setting's rate) for the p99 of a broker
+    that is not saturated. Rounds alternate the settings; medians are kept."""
     import statistics
+
+    from .disk import measure_log_dir
     runs: list[list[dict]] = [[] for _ in settings]
     for _ in range(rounds):
         for i, setting in enumerate(settings):
             d = _fresh(log_dir, f"flush-sweep-{i}")
             try:
+                flush_bytes, flush_ms = flush_interval(setting, record_size)
+                disk = measure_log_dir(d, num_records * record_size, flush_bytes=flush_bytes, flush_ms=flush_ms)
                 with BrokerProcess([d], setting) as b:
                     cfg = dict(PRODUCER_PROPS, **{"bootstrap.servers": b.bootstrap})
                     full = run_produce(cfg, TOPIC, num_records, record_size, out=None)
@@ -187,15 +201,15 @@ def flush_sweep(log_dir: str, settings: list[dict], *, num_records: int, record_
             finally:
                 shutil.rmtree(d, ignore_errors=True)
             runs[i].append({"records_per_s": full.records_per_s, "mb_per_s": full.bytes_per_s / (1 << 20),
+                            "disk_write_mb_per_s": disk.write_buffered / (1 << 20),
                             "p99_ms_saturated": full.histogram.percentile_ms(0.99),
                             "p50_ms_capped": capped.histogram.percentile_ms(0.5),
                             "p99_ms_capped": capped.histogram.percentile_ms(0.99),
                             "capped_rate": latency_rate})
     out = []
     for setting, rs in zip(settings, runs):
-        rs.sort(key=lambda r: r["records_per_s"])
-        row = dict(rs[len(rs) // 2])
-        row["p99_ms_capped"] = statistics.median(r["p99_ms_capped"] for r in rs)
+        row = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+        row["ratio"] = row["mb_per_s"] / row["disk_write_mb_per_s"]
         row["setting"] = setting
         row["rounds"] = rs
         out.append(row)
