@@ -201,9 +201,11 @@ def test_a_throttled_move_goes_at_the_throttle_and_verify_clears_it(cluster, cap
         assert out.splitlines()[1:] == ["Reassignment of partition throttled-0 is completed.",
                                         "Clearing broker-level throttles on brokers 1,2,3",
                                         "Clearing topic-level throttles on topic throttled"], out
-        assert all(broker_throttles(admin, b) == {} for b in cluster.brokers)
-        topic = admin.describe_configs("throttled")
-        assert topic["leader.replication.throttled.replicas"][1] and topic["follower.replication.throttled.replicas"][1]
+        # the broker answering may see a config change a moment later (ZooKeeper's watch)
+        wait_for(lambda: all(broker_throttles(admin, b) == {} for b in cluster.brokers), 10,
+                 what="every broker's throttle rates cleared")
+        wait_for(lambda: all(admin.describe_configs("throttled")[k][1] for k in reassign.THROTTLED_REPLICAS),
+                 10, what="the topic's throttled replica lists back to their defaults")
         assert sum(admin.list_offsets("throttled", -1).values()) == THROTTLED_MB * 1024
     # 1 MB at 250 KB/s, less the first window's allowance: 3 s at the least (unthrottled: well under 1 s)
     assert took >= 0.75 * (THROTTLED_MB * 1024 * 1024 - THROTTLE) / THROTTLE, f"moved in {took:.1f} s"
