@@ -139,18 +139,22 @@ def librdkafka_section(fk: Broker, limit: Broker, args, base: Broker | None = No
     return alternate(targets, args.rounds, lambda _n, t: librdkafka_round(t, TOPIC, n, value))
 
 
-def partitions_section(fk: Broker, args) -> dict:
+def partitions_section(brokers: list[Broker], args) -> tuple[dict, dict]:
+    """(the first produce into freshly created topics, then the alternating rounds), keyed
+    "<broker>: <n> partition(s)"."""
     value = os.urandom(args.record_size)
-    create_topic(fk.port, "one", 1)
-    create_topic(fk.port, "many", args.partitions)
     n = args.partition_records
-    cases = {"1 partition": ("one", 1), f"{args.partitions} partitions": ("many", args.partitions)}
-    for topic, parts in cases.values():
-        librdkafka_round(fk, topic, n // 4, value, parts, linger_ms=5, batch_records=10000)
+    cases = {}
+    for b in brokers:
+        create_topic(b.port, "one", 1)
+        create_topic(b.port, "many", args.partitions)
+        cases[f"{b.name}: 1 partition"] = (b, "one", 1)
+        cases[f"{b.name}: {args.partitions} partitions"] = (b, "many", args.partitions)
 
     def run(_name, case):
-        return librdkafka_round(fk, case[0], n, value, case[1], linger_ms=5, batch_records=10000)
-    return alternate(cases, args.rounds, run)
+        return librdkafka_round(case[0], case[1], n, value, case[2], linger_ms=5, batch_records=10000)
+    fresh = alternate(cases, 1, run)   # the logs' first appends (index pages first touched)
+    return fresh, alternate(cases, args.rounds, run)
 
 
 def main(argv=None) -> int:
@@ -188,9 +192,13 @@ def main(argv=None) -> int:
                 print_section(f"confluent-kafka: one {args.value_size} B record per Produce (linger.ms=0, "
                               f"batch.num.messages=1)", res, "limit")
             if "partitions" in todo:
-                res = partitions_section(fk, args)
-                print_section(f"confluent-kafka, linger.ms=5: {args.record_size} B records over 1 vs "
-                              f"{args.partitions} partitions", res, "1 partition")
+                fresh, res = partitions_section([b for b in (fk, base) if b is not None], args)
+                title = (f"confluent-kafka, linger.ms=5: {args.record_size} B records over 1 vs "
+                         f"{args.partitions} partitions")
+                for name in {k.split(":")[0] for k in res}:
+                    for what, r in (("first round, fresh logs", fresh), ("rounds", res)):
+                        print_section(f"{title}, {name}, {what}", {k.split(": ")[1]: v for k, v in r.items()
+                                                                   if k.startswith(name + ":")}, "1 partition")
         finally:
             for b in (fk, base, limit):
                 if b is None:
