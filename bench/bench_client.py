@@ -5,20 +5,18 @@ per send()) vs confluent-kafka (librdkafka, produce() per record) vs kafka-pytho
 and 1000-byte values, acks=1, linger 5 ms, batch.size 1 MB for every client. Consumer:
 ``SimpleConsumer.fetch_arrow`` (via the Fetcher, 8 MiB per fetch) vs confluent-kafka's
 ``consume(10000)`` loop, tuned (see CONFLUENT_TUNED; the reference) and with librdkafka's defaults,
-reading the same topic from offset 0 (clock from the first data). Figures are records/s; the
-best of ``--rounds`` passes. Ratios are printed against confluent-kafka.
+reading the same topic from offset 0 (clock from the first data). Figures are records/s.
 
-    .venv/bin/python bench/bench_client.py [--records 300000] [--rounds 2]
+The drivers for bench/test_bench_client.py, which holds the figures (ratios against confluent-kafka):
+
+    .venv/bin/python -m pytest bench/test_bench_client.py -p no:cacheprovider
 """
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 
@@ -158,46 +156,3 @@ def read_confluent(bootstrap, topic, n, tuned=False):
 
 def read_confluent_tuned(bootstrap, topic, n):
     return read_confluent(bootstrap, topic, n, tuned=True)
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=300_000)
-    ap.add_argument("--rounds", type=int, default=2)
-    args = ap.parse_args(argv)
-    data = tempfile.mkdtemp(prefix="fk-bench-client-")
-    proc, bootstrap = start_broker(data)
-    n = args.records
-    producers = [("fastkafka (lists of 1000)", ours_chunked, n), ("fastkafka (1 per send)", ours_single, n // 3),
-                 ("confluent-kafka", confluent, n), ("kafka-python", kafka_python, n // 10)]
-    best: dict[tuple[str, int], float] = {}
-    run = 0
-    try:
-        for rnd in range(args.rounds):
-            for size in (100, 1000):
-                value = os.urandom(size)
-                for name, fn, count in producers:
-                    run += 1
-                    rate = fn(bootstrap, f"p{run}", count, value)
-                    best[name, size] = max(best.get((name, size), 0), rate)
-            # consumer: one topic of 100-byte records, read by both
-            topic = f"c{rnd}"
-            ours_chunked(bootstrap, topic, n, os.urandom(100))
-            for name, fn in (("fastkafka fetch_arrow", read_arrow), ("confluent-kafka consume", read_confluent_tuned),
-                             ("confluent-kafka consume (defaults)", read_confluent)):
-                best[name, 100] = max(best.get((name, 100), 0), fn(bootstrap, topic, n))
-    finally:
-        proc.terminate()
-        proc.wait(20)
-        shutil.rmtree(data, ignore_errors=True)
-    print(f"records={n} rounds={args.rounds} (best of)")
-    print(f"{'client':32} {'bytes':>6} {'records/s':>12} {'vs confluent':>13}")
-    for (name, size), rate in best.items():
-        ref = best.get(("confluent-kafka consume" if "consume" in name or "arrow" in name
-                        else "confluent-kafka", size))
-        print(f"{name:32} {size:6d} {rate:12,.0f} {rate / ref:12.2f}x")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,7 @@
 """Group coordinator benchmarks: rebalance time for N members joining at once, offset commits/s.
 
-Run: ``.venv/bin/python bench/bench_coordinator.py [--members 10] [--seconds 3]``
+Helpers for bench/test_bench_coordinator.py, which holds the figures:
+``.venv/bin/python -m pytest bench/test_bench_coordinator.py -p no:cacheprovider``
 
 1. Rebalance: N confluent-kafka consumers subscribe to one topic at the same moment against a
    real broker (``group.initial.rebalance.delay.ms=0``, so the figure is the protocol's cost and
@@ -14,8 +15,8 @@ Run: ``.venv/bin/python bench/bench_coordinator.py [--members 10] [--seconds 3]`
 """
 from __future__ import annotations
 
-import argparse
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -25,9 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server")]
 
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from brokers import running_broker  # noqa: E402
 from fastkafka.config import LogConfig  # noqa: E402
 from fastkafka.coordinator import GroupCoordinator, LogOffsetsStore, OffsetAndMetadata  # noqa: E402
 from fastkafka.coordinator.formats import offset_key, offset_value  # noqa: E402
@@ -93,7 +92,8 @@ def roundtrips_per_s(bootstrap, topic, seconds):
     return rate
 
 
-def in_process_commits(seconds):
+def coordinator_commits_per_s(seconds):
+    """GroupCoordinator.commit_offsets into a real Log, no network."""
     d = tempfile.mkdtemp()
     logs = {p: Log(os.path.join(d, f"__consumer_offsets-{p}"), LogConfig()) for p in range(1)}
     gc = GroupCoordinator.create(LogOffsetsStore(1, logs.__getitem__))
@@ -102,7 +102,15 @@ def in_process_commits(seconds):
     while time.monotonic() - t0 < seconds:
         n += 1
         gc.commit_offsets("g", "", -1, {("t", 0): OffsetAndMetadata(n, "", 0)})
-    commit_rate = n / (time.monotonic() - t0)
+    rate = n / (time.monotonic() - t0)
+    logs[0].close()
+    shutil.rmtree(d)
+    return rate
+
+
+def offset_appends_per_s(seconds):
+    """Log.append of the batch one commit writes: the storage floor of a commit."""
+    d = tempfile.mkdtemp()
     raw = Log(os.path.join(d, "raw-0"), LogConfig())
     k, v = offset_key("g", "t", 0), offset_value(OffsetAndMetadata(1, "", 0))
     n = 0
@@ -110,37 +118,14 @@ def in_process_commits(seconds):
     while time.monotonic() - t0 < seconds:
         n += 1
         raw.append(bytearray(build_batch([(k, v, [], 0)])))
-    append_rate = n / (time.monotonic() - t0)
-    return commit_rate, append_rate
+    rate = n / (time.monotonic() - t0)
+    raw.close()
+    shutil.rmtree(d)
+    return rate
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--members", type=int, default=10)
-    ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    n = args.members
-    with running_broker(tempfile.mkdtemp(), group_initial_rebalance_delay_ms=0) as b:
-        admin = AdminClient({"bootstrap.servers": b.bootstrap})   # alive until the result
-        admin.create_topics([NewTopic("rb", n * 2, 1)])["rb"].result(10)
-        solo, many = [], []
-        for r in range(args.rounds):  # alternate the two so noise hits both
-            solo.append(_solo(b.bootstrap, "rb", f"solo-{r}"))
-            many.append(rebalance_seconds(b.bootstrap, "rb", n * 2, n, f"many-{r}"))
-        print(f"rebalance: {n} members at once best {min(many)*1000:.0f} ms "
-              f"(all {[round(x*1000) for x in many]}), one member {min(solo)*1000:.0f} ms, "
-              f"ratio {min(many)/min(solo):.2f}x")
-        commits = sync_commits_per_s(b.bootstrap, "rb", args.seconds)
-        trips = roundtrips_per_s(b.bootstrap, "rb", args.seconds)
-        print(f"sync commits/s (one confluent client): {commits:.0f}; OffsetFetch round trips/s "
-              f"{trips:.0f}; ratio {commits/trips:.2f}")
-    c, a = in_process_commits(args.seconds)
-    print(f"coordinator commits/s in process: {c:.0f}; Log.append of the same record/s: {a:.0f}; "
-          f"ratio {c/a:.2f}")
-
-
-def _solo(bootstrap, topic, group):
+def solo_join_seconds(bootstrap, topic, group):
+    """One member alone joining: the fixed cost of the JoinGroup + SyncGroup round trips."""
     c = consumer(bootstrap, group)
     t0 = time.monotonic()
     c.subscribe([topic])
@@ -149,7 +134,3 @@ def _solo(bootstrap, topic, group):
     elapsed = time.monotonic() - t0
     c.close()
     return elapsed
-
-
-if __name__ == "__main__":
-    main()

@@ -65,8 +65,10 @@ def compare(benchmark, target, limits: dict, *, what: str, amount: float = 1.0, 
     """Time ``target`` (the benchmark fixture) and each of ``limits`` (by hand), alternating.
 
     ``limits`` maps a name to a callable; the first is the limit the ratio is taken against, the
-    others are references reported beside it (a :class:`SelfTimed` one times itself). Each round
-    calls every callable ``inner`` times. ``prepare()`` (untimed, before each of fastkafka's rounds)
+    others are references reported beside it (a :class:`SelfTimed` one times itself). ``target``
+    may be :class:`SelfTimed` too (a client that must connect first): the figure is then its own
+    seconds, while pytest-benchmark's stats time the whole call. Each round calls every callable
+    ``inner`` times. ``prepare()`` (untimed, before each of fastkafka's rounds)
     returns the arguments of ``target``; ``cleanup(*args)`` runs after it, untimed.
     With ``per_time`` a figure is ``amount / seconds / scale`` (a rate: GB/s, records/s), else
     ``seconds * scale`` (a duration: ms). ``ratio`` is always fastkafka's figure over the limit's,
@@ -83,12 +85,17 @@ def compare(benchmark, target, limits: dict, *, what: str, amount: float = 1.0, 
             limit_times[n].append(_timed(limits[n], inner))
         return ((prepare() if prepare else None) or (), {})
 
+    own: list[float] = []
+
     def run(*args):
+        if isinstance(target, SelfTimed):     # the benchmark's stats then include its set-up
+            own.append(_timed(target, inner))
+            return
         for _ in range(inner):
             target(*args)
 
     benchmark.pedantic(run, setup=setup, teardown=cleanup, rounds=n_rounds, warmup_rounds=warmup)
-    ours = [d / inner for d in benchmark.stats.stats.data]
+    ours = own[warmup:] if own else [d / inner for d in benchmark.stats.stats.data]
     for n in names:
         del limit_times[n][:warmup]
 

@@ -8,10 +8,16 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
+# the suite starts PySpark (local mode) and drives brokers with confluent-kafka and kafka-python
+pytestmark = [pytest.mark.spark, pytest.mark.clients]
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 # every figure family make bench keeps, by the group its module files it under
-GROUPS = {"crc32c", "crc32c engines", "records", "legacy", "log", "log flush policy", "codecs"}
+GROUPS = {"crc32c", "crc32c engines", "records", "legacy", "log", "log flush policy", "codecs", "server", "client",
+          "coordinator", "spark"}
 
 
 def _history(text: str) -> str:
