@@ -127,8 +127,8 @@ def run_disk(args, out=None) -> int:
         if len(dirs) > 1:
             print("  partitions per log dir: " + ", ".join(f"{d} {len(p)}" for d, p in b.partitions.items()),
                   file=out)
-        print(f"  broker CPU {b.broker_cpu_s:.2f} s in {b.wall_s:.2f} s of produce + fetch "
-              f"(the client shares this machine)", file=out)
+        print(f"  CPU seconds in {b.wall_s:.2f} s of produce + fetch: broker {b.broker_cpu_s:.2f}, "
+              f"client {b.client_cpu_s:.2f} (on this machine, {os.cpu_count()} cores)", file=out)
     if args.sweep:
         rows = flush_sweep(dirs[0], SWEEP, num_records=args.sweep_records, record_size=1000, rounds=1)
         print(f"flush sweep on {dirs[0]} ({args.sweep_records} records of 1000 B; p99 capped at "

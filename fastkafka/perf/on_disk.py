@@ -112,6 +112,7 @@ class BrokerRates:
     consume: ConsumeResult
     partitions: dict            # log dir -> partition directories of the topic in it
     broker_cpu_s: float         # the broker's CPU seconds during produce + fetch
+    client_cpu_s: float         # this process's (producer and fetcher threads) in the same time
     wall_s: float
 
     @property
@@ -145,12 +146,12 @@ def broker_rates(log_dirs: list[str], size: int, *, record_size: int = 10_000, p
 
     def measure(server: str, cpu) -> BrokerRates:
         cfg["bootstrap.servers"] = server
-        t0, c0 = time.monotonic(), cpu()
+        t0, c0, p0 = time.monotonic(), cpu(), time.process_time()
         produced = run_produce(cfg, TOPIC, n, record_size, out=None)
         _drop_segments(log_dirs, TOPIC)
         consumed = run_consume({"bootstrap.servers": server}, TOPIC, n)
         spread = {d: sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, f"{TOPIC}-*"))) for d in log_dirs}
-        return BrokerRates(produced, consumed, spread, cpu() - c0, time.monotonic() - t0)
+        return BrokerRates(produced, consumed, spread, cpu() - c0, time.process_time() - p0, time.monotonic() - t0)
 
     if bootstrap is not None:
         return measure(bootstrap, lambda: 0.0)
@@ -181,13 +182,15 @@ def flush_sweep(log_dir: str, settings: list[dict], *, num_records: int, record_
     a fresh directory under ``log_dir``, ``num_records`` produced as fast as possible
     (throughput, and the p99 of that saturated run), then the same count capped at
     ``latency_rate`` records/s (default: half the first setting's rate) for the p99 of a broker
-    that is not saturated. Rounds alternate the settings; medians are kept."""
+    that is not saturated. Rounds alternate the settings (every other one in reverse order);
+    medians are kept."""
     import statistics
 
     from .disk import measure_log_dir
     runs: list[list[dict]] = [[] for _ in settings]
-    for _ in range(rounds):
-        for i, setting in enumerate(settings):
+    for round_ in range(rounds):
+        order = list(enumerate(settings))
+        for i, setting in order if round_ % 2 == 0 else order[::-1]:    # drift hits both ends alike
             d = _fresh(log_dir, f"flush-sweep-{i}")
             try:
                 flush_bytes, flush_ms = flush_interval(setting, record_size)

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from fastkafka.cli import perf
+from fastkafka.perf.on_disk import flush_sweep
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
 
@@ -60,6 +61,12 @@ def test_consume_prints_consumer_perf_test_columns(broker, capsys):
     assert int(cols[4]) == 50000
     assert float(cols[2]) == pytest.approx(50000 * 200 / 2**20, abs=1e-4)     # value bytes, no keys
     assert perf_run(broker, "consume", "perf-read", "--messages", "50001", "--timeout", "300") == 1
+    capsys.readouterr()
+    assert perf_run(broker, "consume", "perf-read", "--messages", "50000", "--show-detailed-stats",
+                    "--reporting-interval", "0", "--hide-header") == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) >= 2 and all(len(r.split(", ")) == 10 for r in rows)       # detailed rows, then the total
+    assert sum(int(r.split(", ")[4]) for r in rows[:-1]) == int(rows[-1].split(", ")[4]) == 50000
 
 
 def test_end_to_end_latency_percentiles(broker, capsys):
@@ -96,6 +103,16 @@ def test_disk_rates_and_the_broker_as_their_ratio(tmp_path, capsys):
     assert "8388 records of 1000 B, 4 partitions, flush.messages=100" in out
     assert f"partitions per log dir: {a} 2, {b} 2" in out             # JBOD: spread over both
     assert not list(a.glob(".fastkafka-perf-disk*"))                  # the probe files are gone
+
+
+def test_flush_sweep_restarts_the_broker_per_setting(tmp_path):
+    settings = [{}, {"log.flush.interval.messages": 1}]
+    rows = flush_sweep(str(tmp_path), settings, num_records=3000, record_size=1000, latency_rate=5000, rounds=1)
+    assert [r["setting"] for r in rows] == settings
+    for r in rows:
+        assert r["records_per_s"] > 0 and r["disk_write_mb_per_s"] > 0 and r["ratio"] > 0
+        assert r["p50_ms_capped"] <= r["p99_ms_capped"] and r["capped_rate"] == 5000
+    assert list(tmp_path.iterdir()) == []                            # each broker's directory is removed
 
 
 def test_disk_without_a_directory_is_one_line(tmp_path, capsys):
