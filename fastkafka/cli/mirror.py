@@ -17,7 +17,7 @@ import sys
 from fastkafka.client.tools import ToolError, parse_pairs, run
 from fastkafka.config import load_properties
 from fastkafka.mirror import DEFAULT_GROUP, Mirror, apply_offsets, translate_offsets
-from fastkafka.mirror.checkpoints import EMIT_CHECKPOINTS_INTERVAL_S
+from fastkafka.mirror.checkpoints import EMIT_CHECKPOINTS_INTERVAL_S, SYNC_GROUP_OFFSETS_INTERVAL_S
 from fastkafka.mirror.naming import checkpoints_topic, offset_syncs_topic
 from fastkafka.mirror.syncs import OFFSET_LAG_MAX
 
@@ -29,7 +29,7 @@ EPILOG = f"""examples:
   fastkafka mirror --source a:9092 --target b:9092 --source-alias A --target-alias B --prefix-topics
   fastkafka mirror --source b:9092 --target a:9092 --source-alias B --target-alias A --prefix-topics
   fastkafka mirror --source dc1:9092 --target dc2:9092 --whitelist 'orders.*' --source-alias dc1 \\
-      --emit-checkpoints-interval 10 --checkpoint-groups 'billing|audit.*'
+      --emit-checkpoints-interval 10 --checkpoint-groups 'billing|audit.*' --sync-group-offsets
   fastkafka mirror translate-offsets --target dc2:9092 --source-alias dc1 --group billing
   fastkafka mirror translate-offsets --target dc2:9092 --source-alias dc1 --group billing --execute
 
@@ -53,7 +53,9 @@ and, every --emit-checkpoints-interval seconds, translates the committed offsets
 consumer groups (--checkpoint-groups; never the mirror's own) into ALIAS.checkpoints.internal
 there (ALIAS: --source-alias, else "source"). `fastkafka mirror translate-offsets --help`: how a
 group moves to the target -- it resumes with no record skipped, re-reading at most the few
-records between the last offset sync and its position.
+records between the last offset sync and its position. With --sync-group-offsets the mirror
+commits those positions on the target itself, every --sync-group-offsets-interval seconds, for
+each group that has no members there and only forward of what it committed there.
 
 A progress line (records/s, MB/s, lag per topic) goes to stderr every --progress-interval
 seconds. SIGTERM or Ctrl-C stops cleanly: what was copied is committed. All state is in the two
@@ -105,6 +107,11 @@ def _parser() -> argparse.ArgumentParser:
                    f"(default {EMIT_CHECKPOINTS_INTERVAL_S:g})")
     p.add_argument("--checkpoint-groups", metavar="REGEX",
                    help="the source groups to checkpoint (default: every group but the mirror's)")
+    p.add_argument("--sync-group-offsets", action="store_true",
+                   help="commit the checkpoints for the groups on the target while they have no members there "
+                        "(MM2's sync.group.offsets.enabled)")
+    p.add_argument("--sync-group-offsets-interval", type=float, default=SYNC_GROUP_OFFSETS_INTERVAL_S, metavar="S",
+                   help=f"seconds between group offset syncs (default {SYNC_GROUP_OFFSETS_INTERVAL_S:g})")
     p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return p
 
@@ -191,7 +198,8 @@ def _run(args) -> int:
         replication_factor=args.replication_factor, progress_interval_s=args.progress_interval,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
         emit_offset_syncs=not args.no_offset_syncs, offset_lag_max=args.offset_lag_max,
-        emit_checkpoints_interval_s=args.emit_checkpoints_interval, checkpoint_groups=args.checkpoint_groups)
+        emit_checkpoints_interval_s=args.emit_checkpoints_interval, checkpoint_groups=args.checkpoint_groups,
+        sync_group_offsets_interval_s=args.sync_group_offsets_interval if args.sync_group_offsets else 0.0)
 
     def on_signal(signum, _frame):
         logging.getLogger("fastkafka.mirror").info("%s: stopping", signal.Signals(signum).name)

@@ -15,6 +15,13 @@ metadata). As in MM2 a checkpoint is written only when it is new: the first for 
 upstream rewind (the group was reset on the source), or a later target offset -- a translation
 never moves a group's checkpoint backwards otherwise.
 
+**Syncing them** (``sync_group_offsets_interval_s``, MM2's ``sync.group.offsets.enabled`` and
+``.interval.seconds``; off by default as there): every interval the checkpointer also commits the
+latest checkpoints for the groups on the target -- only for a group with no members there (state
+Empty, or unknown to the target), and per partition only forward of what the group committed on
+the target itself (MM2's ``syncGroupOffset``): its consumers, started on the target, resume from
+the source's positions without anyone running ``translate-offsets``.
+
 **Using them** (:func:`translate_offsets`, :func:`apply_offsets`; ``fastkafka mirror
 translate-offsets``): the latest checkpoints of a group, read from the target alone -- what is
 left when the source is gone -- or, given the source, its committed offsets translated now through
@@ -74,11 +81,12 @@ from .internal import TopicReader, with_string
 from .naming import TopicSelector, checkpoints_topic, offset_syncs_topic
 from .syncs import SyncStore, read_syncs
 
-__all__ = ["Checkpoint", "Checkpointer", "translate_offsets", "apply_offsets", "read_checkpoints",
-           "EMIT_CHECKPOINTS_INTERVAL_S"]
+__all__ = ["Checkpoint", "Checkpointer", "translate_offsets", "apply_offsets", "sync_group_offsets",
+           "read_checkpoints", "EMIT_CHECKPOINTS_INTERVAL_S", "SYNC_GROUP_OFFSETS_INTERVAL_S"]
 
 log = logging.getLogger("fastkafka.mirror")
 EMIT_CHECKPOINTS_INTERVAL_S = 60.0       # MM2's emit.checkpoints.interval.seconds default
+SYNC_GROUP_OFFSETS_INTERVAL_S = 60.0     # MM2's sync.group.offsets.interval.seconds default
 _I16, _I32, _VALUE = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">qq")
 _INACTIVE = ("Empty", "Dead")            # group states without members (Kafka's reset rule)
 
@@ -146,12 +154,14 @@ class Checkpointer(threading.Thread):
     ``target_config``, ``target_props``, ``group`` (never checkpointed), ``selector`` and
     ``source_alias``; ``groups``: a regex of the groups to checkpoint (None: all)."""
 
-    def __init__(self, context, interval_s: float, groups: str | None = None):
+    def __init__(self, context, interval_s: float, groups: str | None = None, sync_interval_s: float = 0.0):
         super().__init__(name="fastkafka-mirror-checkpoints", daemon=True)
         self.context = context
         self.interval_s = interval_s
         self.groups = re.compile(groups) if groups else None
+        self.sync_interval_s = sync_interval_s      # 0: group offsets are not synced
         self.emitted = 0
+        self.synced = 0                             # offsets committed on the target by syncing
         self._stop_event = threading.Event()
 
     def stop(self) -> None:
@@ -166,9 +176,11 @@ class Checkpointer(threading.Thread):
         source = AdminClient(c.source_config)
         syncs = TopicReader(c.target_config, offset_syncs_topic(alias))
         checkpoints = TopicReader(c.target_config, checkpoints_topic(alias))
+        target = AdminClient(c.target_config) if self.sync_interval_s > 0 else None
         producer = Producer({**c.target_props, "producer.type": "sync"})
         store = SyncStore()
         last: dict | None = None
+        next_sync = time.monotonic() + self.sync_interval_s
         try:
             while True:
                 stopping = self._stop_event.wait(self.interval_s)
@@ -178,10 +190,15 @@ class Checkpointer(threading.Thread):
                     self._emit(source, syncs, store, producer, last)
                 except errors.KafkaError as e:
                     log.warning("checkpoints not emitted: %s", e)
+                if target is not None and last and time.monotonic() >= next_sync:
+                    next_sync = time.monotonic() + self.sync_interval_s
+                    self._sync_groups(target, last)
                 if stopping:
                     return
         finally:
-            for closeable in (producer, syncs, checkpoints, source):
+            for closeable in (producer, syncs, checkpoints, source, target):
+                if closeable is None:
+                    continue
                 try:
                     closeable.close()
                 except errors.KafkaError as e:
@@ -214,6 +231,51 @@ class Checkpointer(threading.Thread):
                 last[cp.group, cp.topic, cp.partition] = cp
             self.emitted += len(out)
             log.debug("%d checkpoints emitted", len(out))
+
+
+    def _sync_groups(self, target: AdminClient, last: dict) -> None:
+        by_group: dict[str, dict[tuple[str, int], int]] = {}
+        for (group, topic, partition), cp in last.items():
+            by_group.setdefault(group, {})[topic, partition] = cp.downstream
+        for group, offsets in sorted(by_group.items()):
+            try:
+                self.synced += sync_group_offsets(target, group, offsets)
+            except errors.KafkaError as e:   # e.g. members joined meanwhile: the next round tries again
+                log.warning("offsets of group %s not synced to the target: %s", group, e)
+
+
+def sync_group_offsets(target: AdminClient, group: str, offsets: dict[tuple[str, int], int]) -> int:
+    """Commit ``offsets`` (translated, ``{(topic, partition): offset}``) for ``group`` on the
+    target where they are ahead of what it committed there; nothing while the group has members
+    there. The number of offsets committed (MM2's ``syncGroupOffset``)."""
+    if target.describe_group(group).group_state not in _INACTIVE:
+        return 0
+    have = target.committed_offsets(group, _by_topic(offsets))
+    ahead = {tp: off for tp, off in offsets.items() if have.get(tp, -1) < off}
+    if ahead:
+        target.commit_offsets(group, _within_logs(target, ahead))
+    return len(ahead)
+
+
+def _by_topic(offsets: dict[tuple[str, int], int]) -> dict[str, list[int]]:
+    topics: dict[str, list[int]] = {}
+    for topic, partition in sorted(offsets):
+        topics.setdefault(topic, []).append(partition)
+    return topics
+
+
+def _within_logs(target: AdminClient, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """``offsets`` raised to each target partition's log start offset: a translation older than
+    the target's retention would otherwise leave the group out of range, where its consumers'
+    ``auto.offset.reset`` decides -- ``latest`` would skip the whole log."""
+    out = dict(offsets)
+    for topic in {t for t, _ in offsets}:
+        for partition, start in target.list_offsets(topic, -2).items():
+            if (topic, partition) in out and out[topic, partition] < start:
+                log.info("group offset %d of %s-%d is below the target's log start: %d", out[topic, partition],
+                         topic, partition, start)
+                out[topic, partition] = start
+    return out
 
 
 def _config(cluster: str | dict | ClientConfig) -> ClientConfig:
@@ -264,7 +326,7 @@ def apply_offsets(target: str | dict, group: str, offsets: dict[tuple[str, int],
         if not offsets:
             return
         try:
-            admin.commit_offsets(group, offsets)
+            admin.commit_offsets(group, _within_logs(admin, offsets))
         except (errors.UnknownMemberIdError, errors.IllegalGenerationError, errors.RebalanceInProgressError):
             raise errors.NonEmptyGroupError(
                 f"group {group!r} got active members on the target while its offsets were being "

@@ -67,7 +67,9 @@ class Mirror:
     (default 60, 0: never) the committed offsets of the source's groups matching
     ``checkpoint_groups`` (a regex; default every group but the mirror's) are translated into
     ``<source_alias>.checkpoints.internal`` (``source`` when no alias is given); see
-    :func:`fastkafka.mirror.translate_offsets`.
+    :func:`fastkafka.mirror.translate_offsets`. ``sync_group_offsets_interval_s`` (0: off, as
+    MM2's ``sync.group.offsets.enabled``) commits the checkpoints for the groups on the target
+    while they have no members there (see :mod:`fastkafka.mirror.checkpoints`).
 
     Example (two one-broker clusters, ``dc1`` mirrored into ``dc2``)::
 
@@ -110,7 +112,7 @@ class Mirror:
                  progress_interval_s: float = 5.0, progress: Callable[[str], None] | None = None,
                  emit_offset_syncs: bool = True, offset_lag_max: int = OFFSET_LAG_MAX,
                  emit_checkpoints_interval_s: float = EMIT_CHECKPOINTS_INTERVAL_S,
-                 checkpoint_groups: str | None = None):
+                 checkpoint_groups: str | None = None, sync_group_offsets_interval_s: float = 0.0):
         if num_streams < 1:
             raise ValueError("num_streams must be at least 1")
         if offset_lag_max < 0:
@@ -138,6 +140,7 @@ class Mirror:
         self.offset_lag_max = offset_lag_max
         self.emit_checkpoints_s = emit_checkpoints_interval_s
         self.checkpoint_groups = checkpoint_groups
+        self.sync_group_offsets_s = sync_group_offsets_interval_s
         if checkpoint_groups:
             re.compile(checkpoint_groups)       # a bad regex fails now
         self.sync_writer: SyncWriter | None = None
@@ -223,7 +226,8 @@ class Mirror:
         if self.emit_offset_syncs:
             self.sync_writer = SyncWriter(self.target_props, offset_syncs_topic(self.source_alias))
         if self.emit_checkpoints_s > 0:
-            self.checkpointer = Checkpointer(self, self.emit_checkpoints_s, self.checkpoint_groups)
+            self.checkpointer = Checkpointer(self, self.emit_checkpoints_s, self.checkpoint_groups,
+                                             self.sync_group_offsets_s)
             self.checkpointer.start()
 
     def _sync(self, sync: TopicSync, configs: bool) -> None:

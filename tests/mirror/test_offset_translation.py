@@ -189,3 +189,52 @@ def test_translate_offsets_says_when_there_is_nothing(clusters):
     out = translate_cli("--target", b.bootstrap, "--source-alias", "dc1", "--group", "nobody")
     assert out.returncode == 1
     assert "nothing to translate for group 'nobody'" in out.stderr and CHECKPOINTS in out.stderr
+
+
+def committed_on(bootstrap, group) -> dict[tuple[str, int], int]:
+    from fastkafka.client import AdminClient as Admin
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        return admin.committed_offsets(group)
+
+
+def test_sync_group_offsets_moves_idle_groups_forward_only(clusters, mirror):
+    """--sync-group-offsets (MM2's sync.group.offsets.enabled): a group unknown to the target gets
+    its translated offsets committed there; one that committed further on the target itself is not
+    moved back; one with a member on the target is left alone; an offset below the target's log
+    start (records deleted there) is raised to it."""
+    a, b = clusters
+    a.topics.create("orders", 2)
+    b.topics.create("orders", 2)
+    produce(b.bootstrap, "orders", {0: 10, 1: 10}, "target's own")
+    produce(a.bootstrap, "orders", {0: 20, 1: 20}, "r1")
+    from fastkafka.client import AdminClient as Admin
+    with Admin({"bootstrap.servers": b.bootstrap}) as admin:
+        admin.commit_offsets("ahead", {("orders", 0): 28})  # already read further on the target
+    busy = confluent_kafka.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "busy",
+                                     "enable.auto.commit": False, "session.timeout.ms": 6000})
+    busy.subscribe(["orders"])
+    wait_for(lambda: busy.poll(0.2) is not None or bool(busy.assignment()), 30, "a member of busy on the target")
+    m = mirror(a, b, "--topics", "orders", "--source-alias", "dc1", "--emit-checkpoints-interval", "0.3",
+               "--offset-lag-max", "0", "--sync-group-offsets", "--sync-group-offsets-interval", "0.3",
+               "--commit-interval-ms", "200", name="sync")
+    wait_for(lambda: read_topic(b.bootstrap, "orders", timeout=5) and all(
+        rows and rows[-1][0] == 29 for rows in read_topic(b.bootstrap, "orders", timeout=5).values()), 30,
+        "the records mirrored", m.output)
+    target_admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    for f in target_admin.delete_records([confluent_kafka.TopicPartition("orders", 1, 25)]).values():
+        f.result(20)                 # the target's partition 1 now starts inside the mirrored records
+    commit_on_source(a.bootstrap, "fresh", {0: 20, 1: 5})    # 5 -> 15 on the target: below its start
+    commit_on_source(a.bootstrap, "ahead", {0: 4, 1: 20})
+    commit_on_source(a.bootstrap, "busy", {0: 20, 1: 20})
+    # the offset syncs of every record (offset.lag.max 0): source n is target 10 + n exactly
+    wait_for(lambda: committed_on(b.bootstrap, "fresh") == {("orders", 0): 30, ("orders", 1): 25}, 30,
+             "fresh's offsets synced to the target", m.output)
+    wait_for(lambda: committed_on(b.bootstrap, "ahead").get(("orders", 1)) == 30, 30,
+             "ahead's partition 1 synced", m.output)
+    assert committed_on(b.bootstrap, "ahead")[("orders", 0)] == 28       # not moved back to 14
+    busy.poll(0.5)
+    assert committed_on(b.bootstrap, "busy") == {}, "a group with a member on the target was synced"
+    busy.close()                # now idle: the next round syncs it
+    wait_for(lambda: committed_on(b.bootstrap, "busy") == {("orders", 0): 30, ("orders", 1): 30}, 30,
+             "busy's offsets synced once it left", m.output)
+    assert m.stop() == 0, m.output()
