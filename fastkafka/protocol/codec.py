@@ -22,6 +22,11 @@ from .schema import APIS, Field, Struct, _MISSING
 __all__ = ["Codec", "codec_for", "CODECS", "decode_struct", "encode_struct"]
 
 _DECODE_ERRORS = (struct.error, ValueError, IndexError, OverflowError, RecursionError)
+# Non-flexible strings, bytes and records: their int16/int32 length is generated inline (it joins
+# the run of fixed-size fields before it, so a records field costs no call of its own) and so are
+# the checks and the slice, which a request's few strings otherwise pay four calls each for.
+_BLOB_LENGTH = {"string": "h", "bytes": "i", "records": "i"}
+_BLOB_VALUE = {"string": "str(buf[pos:end], 'utf-8')", "bytes": "bytes(buf[pos:end])", "records": "buf[pos:end]"}
 _ENCODE_ERRORS = (struct.error, ValueError, OverflowError, TypeError, AttributeError)
 
 
@@ -98,14 +103,14 @@ class _Gen:
         return fn
 
     def _gen_decoder(self, s: Struct, v: int, flex: bool):
-        ns = {"_C": s.cls, "_PE": T.ProtocolError, "_MISSING": _MISSING,
+        ns = {"_C": s.cls, "_PE": T.ProtocolError, "_MISSING": _MISSING, "_short": T._short,
               "_rlen": T.read_clen if flex else T.read_len32,
               "_rtags": T.read_tagged_fields, "_skip": T.skip_tagged_fields}
-        body, run, kwargs, known = [], [], [], {}
+        body, run, known = [], [], {}
 
         def flush():
             if run:
-                st = struct.Struct(">" + "".join(T.FORMATS[f.type] for f, _ in run))
+                st = struct.Struct(">" + "".join(fmt for fmt, _ in run))
                 name = f"_s{len(body)}"
                 ns[name] = st
                 body.append(f"{', '.join(var for _, var in run)}, = {name}.unpack_from(buf, pos)")
@@ -116,20 +121,30 @@ class _Gen:
             if not f.present(v):
                 continue
             var = f"v{i}"
-            kwargs.append(f"{f.name}={var}")
             if flex and f.tag is not None:
                 known[f.tag] = self.reader(f, v, flex)
                 ns[f"_d{i}"] = _MISSING if f.default is _MISSING else f.default
                 body.append(f"__TAG__{var} = _t.get({f.tag}, _d{i})")
                 continue
             if f.type in T.SIZES:
-                run.append((f, var))
+                run.append((T.FORMATS[f.type], var))
+                continue
+            if not flex and f.type in _BLOB_LENGTH:
+                run.append((_BLOB_LENGTH[f.type], "n"))
+                flush()
+                body += _blob_lines(var, f.type, f.type == "records" or f.nullable(v))
                 continue
             flush()
             if f.type == "array" and f.struct is not None:
                 ns[f"_e{i}"] = self.decoder(f.struct, v, flex)
                 null_ok = f.nullable(v)
-                body += ["n, pos = _rlen(buf, pos)", "if n < 0:"]
+                if flex:
+                    flush()
+                    body.append("n, pos = _rlen(buf, pos)")
+                else:                   # the int32 count joins the fixed-size run before it
+                    run.append(("i", "n"))
+                    flush()
+                body.append("if n < 0:")
                 body += ["    if n != -1: raise _PE('invalid array length %d' % n)",
                          f"    {var} = None"] if null_ok else \
                     [f"    raise _PE('invalid length %d of non-nullable {f.name}' % n)"]
@@ -156,7 +171,21 @@ class _Gen:
                 body += tag_lines
             else:
                 body.append("pos = _skip(buf, pos)")
-        body.append(f"return _C({', '.join(kwargs)}), pos")
+        # filled field by field, not through the keyword constructor (a third of a small
+        # request's decoding was spent parsing constructor keywords); same values and defaults
+        ns["_new"] = object.__new__
+        body.append("o = _new(_C)")
+        for i, f in enumerate(s.fields):
+            ns[f"_f{i}"] = f
+            if not f.present(v):
+                ns[f"_a{i}"] = f.default
+                body.append(f"o.{f.name} = _f{i}.new_default()" if f.default is _MISSING else
+                            f"o.{f.name} = _a{i}")
+            elif flex and f.tag is not None and f.default is _MISSING:
+                body.append(f"o.{f.name} = _f{i}.new_default() if v{i} is _MISSING else v{i}")
+            else:
+                body.append(f"o.{f.name} = v{i}")
+        body.append("return o, pos")
         return _compile("_decode", "buf, pos", body, ns, f"decode {s.name} v{v}")
 
     # --- encoders --------------------------------------------------------------------------
@@ -204,6 +233,12 @@ class _Gen:
                             f"    raise _PE('null {f.name} in a non-nullable array')")
                 body += ["else:", "    _wlen(out, len(x))",
                          f"    for e in x: _e{i}(e, out, regions)"]
+            elif not flex and f.type == "string":
+                ns["_sh"] = T._I16
+                body += [f"x = o.{f.name}", "if x is None:"]
+                body.append("    out += b'\\xff\\xff'" if f.nullable(v) else
+                            "    raise _PE('null string in a non-nullable field')")
+                body += ["else:", "    x = x.encode('utf-8')", "    out += _sh.pack(len(x))", "    out += x"]
             else:
                 ns[f"_w{i}"] = self.writer(f, v, flex)
                 body.append(f"_w{i}(out, o.{f.name})")
@@ -220,6 +255,22 @@ class _Gen:
             else:
                 body.append("out.append(0)")
         return _compile("_encode", "o, out, regions", body, ns, f"encode {s.name} v{v}")
+
+
+def _blob_lines(var: str, kind: str, nullable: bool) -> list[str]:
+    """Generated lines reading a non-flexible string/bytes/records whose length is already in ``n``
+    (the errors are those of the :mod:`.types` readers)."""
+    return [
+        "if n < 0:",
+        "    if n != -1: raise _PE('invalid %s length %d' % ('" + kind + "', n))" if nullable else
+        "    raise _PE('null %s length %d' % ('" + kind + "', n))",
+        f"    {var} = None",
+        "else:",
+        "    end = pos + n",
+        f"    if end > len(buf): raise _short('{kind}', n, len(buf) - pos)",
+        f"    {var} = {_BLOB_VALUE[kind]}",
+        "    pos = end",
+    ]
 
 
 def _compile(name, args, body, ns, what):
