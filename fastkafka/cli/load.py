@@ -13,10 +13,11 @@ Prints one progress line per micro-batch and a summary; exit status 0 on success
 Example::
 
     $ fastkafka load --bootstrap-server 127.0.0.1:9092 --topic orders --output warehouse/orders \\
-          --partition-by-date --max-offsets-per-trigger 1000000
-    batch 0: 1000000 rows, 412000 rows/s, orders 0->1000000
+          --partition-by date,partition --max-offsets-per-trigger 1000000
+    batch 0: 1000000 rows, 61.2 MB written, 412000 rows/s, 1500000 offsets behind latest, orders-0 ?->1000000
     ...
-    loaded 2500000 rows in 3 batches (6.1 s) into warehouse/orders; offsets now {"orders": {"0": 2500000}}
+    loaded 2500000 rows in 3 batches (6.1 s, 153.0 MB written) into warehouse/orders; offsets now
+    {"orders": {"0": 2500000}}
 
 The same load runs on a cluster with ``--master spark://host:7077 --conf spark.executor.memory=2g``,
 or through a Spark Connect server with ``--remote sc://host:15002`` (the source is found by name
@@ -43,13 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--topic", action="append", help="topic to load (repeatable)")
     src.add_argument("--pattern", help="regular expression of topics to load")
     p.add_argument("--output", required=True, help="output directory")
-    p.add_argument("--format", default="parquet", help="Spark file format (parquet, orc, json, csv)")
+    p.add_argument("--format", default="parquet",
+                   help="Spark file format: parquet (default), orc, json, csv, or delta where delta-spark "
+                        "is installed")
     p.add_argument("--checkpoint", help="checkpoint directory (default OUTPUT/_checkpoint)")
     p.add_argument("--starting-offsets", default="earliest",
                    help="first run only: earliest, latest or Spark's offsets JSON")
     p.add_argument("--max-offsets-per-trigger", type=int, help="records per micro-batch at most")
-    p.add_argument("--partition-by-date", action="store_true",
-                   help="partition the output by the record timestamp's date (column 'date')")
+    p.add_argument("--partition-by", metavar="COL[,COL]", default="",
+                   help="partition the output by these columns: any column stored (topic, partition, key "
+                        "with --cast-strings, or one a transform adds), or date / hour, derived from "
+                        "the record timestamp (the event time)")
+    p.add_argument("--partition-by-date", action="store_true", help="the same as --partition-by date")
     p.add_argument("--include-headers", action="store_true", help="keep the headers column")
     p.add_argument("--cast-strings", action="store_true", help="store key and value as strings")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -107,17 +113,67 @@ def _session(args):
     return fks.local_session("fastkafka-load", master=args.master, spark_conf=conf), True
 
 
+# partition columns derived from the record timestamp (event time), by name
+_EVENT_TIME = {"date": lambda F: F.to_date("timestamp"),
+               "hour": lambda F: F.date_format("timestamp", "yyyy-MM-dd-HH")}
+
+
+def partition_columns(args) -> list[str]:
+    """The output's partition columns: ``--partition-by``'s, then ``date`` for ``--partition-by-date``."""
+    names = [c.strip() for c in args.partition_by.split(",") if c.strip()]
+    if args.partition_by_date and "date" not in names:
+        names.append("date")
+    return names
+
+
 def _offsets(text: str | None) -> dict:
     # Spark reports a first batch's start as "null" (None, or "None" where py4j's None was str()ed),
     # later ones as the offsets JSON.
     return (json.loads(text) if text and text != "None" else None) or {}
 
 
-def _describe(progress) -> str:
+class _WrittenBytes:
+    """Bytes each micro-batch wrote, from the file sink's log (``OUTPUT/_spark_metadata/<batch>``,
+    every 10th batch a ``.compact`` file listing all files so far). None where the log cannot
+    be read from here (a Connect server's or a remote file system, Delta's own log)."""
+
+    def __init__(self, output: str):
+        self.log_dir = os.path.join(output, "_spark_metadata")
+        self.seen: set[str] = set()
+
+    def __call__(self, batch_id: int) -> int | None:
+        for name in (str(batch_id), f"{batch_id}.compact"):
+            try:
+                with open(os.path.join(self.log_dir, name)) as f:
+                    lines = f.read().splitlines()[1:]          # the first line is the log's version
+            except OSError:
+                continue
+            total = 0
+            for line in lines:
+                entry = json.loads(line)
+                if entry.get("action") == "add" and entry["path"] not in self.seen:
+                    self.seen.add(entry["path"])
+                    total += entry.get("size", 0)
+            return total
+        return None
+
+
+def _behind(src) -> int | None:
+    """Records between what the batch read and the latest offsets the source saw (Spark's
+    ``maxOffsetsBehindLatest``, summed over partitions); None when the source did not say."""
+    latest, end = _offsets(getattr(src, "latestOffset", None)), _offsets(src.endOffset)
+    if not latest:
+        return None
+    return sum(max(0, int(off) - int(end.get(t, {}).get(p, off)))
+               for t, parts in latest.items() for p, off in parts.items())
+
+
+def _describe(progress, written: int | None = None) -> str:
     # progress: a StreamingQueryProgress. Through Spark Connect its JSON carries the row counts only
     # per source, so the properties (which sum the sources when needed) are read, not the keys.
     rate = progress.processedRowsPerSecond or 0.0
     moved = []
+    behind = None
     for src in progress.sources:
         start, end = _offsets(src.startOffset), _offsets(src.endOffset)
         for topic, parts in sorted(end.items()):
@@ -125,16 +181,23 @@ def _describe(progress) -> str:
                 before = start.get(topic, {}).get(p)
                 if before != off:
                     moved.append(f"{topic}-{p} {before if before is not None else '?'}->{off}")
-    return (f"batch {progress.batchId}: {progress.numInputRows} rows, {rate:.0f} rows/s"
+        b = _behind(src)
+        if b is not None:
+            behind = (behind or 0) + b
+    return (f"batch {progress.batchId}: {progress.numInputRows} rows"
+            + (f", {written / 1e6:.1f} MB written" if written is not None else "")
+            + f", {rate:.0f} rows/s"
+            + (f", {behind} offsets behind latest" if behind is not None else "")
             + (", " + ", ".join(moved) if moved else ""))
 
 
 def run_load(spark, args, out=None, transform=None) -> dict:
     """Run one incremental load with ``spark``; returns ``{"rows", "batches", "seconds",
-    "offsets"}`` and prints progress lines to ``out`` (``sys.stdout`` at call time).
+    "offsets", "bytes"}`` (bytes written, None where the sink's log is not readable from here)
+    and prints progress lines to ``out`` (``sys.stdout`` at call time).
 
     ``transform``, if given, maps the streaming DataFrame (Kafka columns, after
-    ``--cast-strings``/``--partition-by-date``) to the one stored -- parse values, drop
+    ``--cast-strings``/``--partition-by``'s derived columns) to the one stored -- parse values, drop
     columns; it runs inside each micro-batch's tasks, so a failed task redoes it too.
 
     Example::
@@ -151,22 +214,30 @@ def run_load(spark, args, out=None, transform=None) -> dict:
     if args.cast_strings:
         df = df.withColumn("key", F.col("key").cast("string")) \
                .withColumn("value", F.col("value").cast("string"))
-    if args.partition_by_date:
-        df = df.withColumn("date", F.to_date("timestamp"))
+    partition_by = partition_columns(args)
+    for name in partition_by:
+        if name in _EVENT_TIME:
+            df = df.withColumn(name, _EVENT_TIME[name](F))
     if transform is not None:
         df = transform(df)
+    unknown = [c for c in partition_by if c not in df.columns]
+    if unknown:
+        raise ValueError(f"--partition-by: no column {', '.join(unknown)} (the columns stored are "
+                         f"{', '.join(df.columns)}; date and hour are derived from timestamp)")
     writer = df.writeStream.format(args.format).option("path", args.output) \
         .option("checkpointLocation", checkpoint).trigger(availableNow=True)
-    if args.partition_by_date:
-        writer = writer.partitionBy("date")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
     began = time.monotonic()
     query = writer.start()
     seen: set[int] = set()
     rows = batches = 0
+    written: int | None = None
+    batch_bytes = _WrittenBytes(args.output)
     offsets: dict = {}
 
     def report():
-        nonlocal rows, batches, offsets
+        nonlocal rows, batches, offsets, written
         for p in query.recentProgress:
             if p.batchId in seen:
                 continue
@@ -174,7 +245,10 @@ def run_load(spark, args, out=None, transform=None) -> dict:
             if p.numInputRows or any(src.startOffset != src.endOffset for src in p.sources):
                 rows += p.numInputRows
                 batches += 1
-                print(_describe(p), file=out, flush=True)
+                nbytes = batch_bytes(p.batchId)
+                if nbytes is not None:
+                    written = (written or 0) + nbytes
+                print(_describe(p, nbytes), file=out, flush=True)
             for src in p.sources:
                 offsets = _offsets(src.endOffset) or offsets
 
@@ -184,9 +258,10 @@ def run_load(spark, args, out=None, transform=None) -> dict:
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
     seconds = time.monotonic() - began
-    print(f"loaded {rows} rows in {batches} batches ({seconds:.1f} s) into {args.output}; "
+    size = f", {written / 1e6:.1f} MB written" if written is not None else ""
+    print(f"loaded {rows} rows in {batches} batches ({seconds:.1f} s{size}) into {args.output}; "
           f"offsets now {json.dumps(offsets, sort_keys=True)}", file=out, flush=True)
-    return {"rows": rows, "batches": batches, "seconds": seconds, "offsets": offsets}
+    return {"rows": rows, "batches": batches, "seconds": seconds, "offsets": offsets, "bytes": written}
 
 
 def main(argv: list[str] | None = None) -> int:

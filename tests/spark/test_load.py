@@ -1,6 +1,7 @@
 """`fastkafka load`: incremental, exactly-once topic -> Parquet loads through the CLI entry point."""
 import datetime as dt
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,6 +31,11 @@ def test_load_twice_is_exactly_once(spark, broker, topic_name, tmp_path, capsys)
     text = load(capsys, *args)
     assert text.count("batch ") == 3 and "loaded 120 rows in 3 batches" in text
     assert f"{topic_name}-0 " in text    # progress lines name the partitions that moved
+    # what is left after each batch, from the source's latest offsets: 70, 20, then 0
+    assert [int(m) for m in re.findall(r"(\d+) offsets behind latest", text)] == [70, 20, 0], text
+    files = sum(f.stat().st_size for f in out.rglob("*.parquet"))
+    assert f"MB written) into {out}" in text
+    assert float(re.search(r"\(\d+\.\d s, ([\d.]+) MB written\)", text).group(1)) == round(files / 1e6, 1)
     produce(broker, topic_name, [{"value": b"%d" % i, "partition": i % 2} for i in range(120, 160)])
     text = load(capsys, *args)
     assert "loaded 40 rows in 1 batches" in text
@@ -42,6 +48,23 @@ def test_load_twice_is_exactly_once(spark, broker, topic_name, tmp_path, capsys)
     day = dt.datetime.fromtimestamp(ts / 1000).date()
     assert {r.date for r in rows if int(r.value) < 120} == {day}
     assert any(p.name.startswith("date=") for p in out.iterdir())
+
+
+def test_load_partitions_by_columns_and_event_hour(spark, broker, topic_name, tmp_path, capsys):
+    create_topic(broker, topic_name, partitions=2)
+    ts = now_ms() - 3 * 3_600_000
+    produce(broker, topic_name, [{"value": b"%d" % i, "partition": i % 2, "timestamp": ts} for i in range(10)])
+    out = tmp_path / "by"
+    load(capsys, "--bootstrap-server", broker.bootstrap, "--topic", topic_name, "--output", str(out),
+         "--partition-by", "partition,hour")
+    hour = dt.datetime.fromtimestamp(ts / 1000).strftime("%Y-%m-%d-%H")
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith("_")) == ["partition=0", "partition=1"]
+    assert [p.name for p in (out / "partition=1").iterdir() if p.is_dir()] == [f"hour={hour}"]
+    rows = spark.read.parquet(str(out)).select("value", "partition", "hour").collect()
+    assert sorted((int(r.value), r.partition, r.hour) for r in rows) == [(i, i % 2, hour) for i in range(10)]
+    rc = cli.main(["load", "--bootstrap-server", broker.bootstrap, "--topic", topic_name,
+                   "--output", str(tmp_path / "bad"), "--partition-by", "region"])
+    assert rc == 1 and "--partition-by: no column region" in capsys.readouterr().err
 
 
 def test_load_reports_bad_options(broker, tmp_path, capsys):
