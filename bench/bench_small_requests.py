@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -100,6 +101,31 @@ def librdkafka_round(target: Broker, topic: str, records: int, value: bytes, par
             "bytes": records * len(value)}
 
 
+def kcat_round(target: Broker, topic: str, records: int, value_size: int, partitions: int = 1,
+               linger_ms: int = 0, batch_records: int = 1) -> dict:
+    """Debian's kcat (librdkafka in C, no Python in the loop) producing ``records`` lines of
+    ``value_size`` bytes (acks=1): to partition 0, or to random partitions when ``partitions`` > 1;
+    {secs, cpu, requests (records)}. With the defaults every record is one request."""
+    path = os.path.join(tempfile.gettempdir(), f"fk-kcat-{records}x{value_size}.txt")
+    if not os.path.exists(path):
+        with open(path + ".tmp", "wb") as f:
+            f.write((b"x" * (value_size - 1) + b"\n") * records)
+        os.replace(path + ".tmp", path)
+    where = ["-p", "0"] if partitions == 1 else ["-X", "topic.partitioner=random"]
+    argv = ["kcat", "-P", "-b", f"127.0.0.1:{target.port}", "-t", topic, *where, "-X", "acks=1",
+            "-X", f"linger.ms={linger_ms}", "-X", f"batch.num.messages={batch_records}",
+            "-X", "queue.buffering.max.messages=2000000", "-X", "queue.buffering.max.kbytes=2000000"]
+    c0 = L.cpu_seconds(target.pid)
+    t0 = time.perf_counter()
+    with open(path, "rb") as f:
+        done = subprocess.run(argv, stdin=f, capture_output=True, timeout=300)
+    secs = time.perf_counter() - t0
+    if done.returncode != 0 or done.stderr.strip():
+        raise SystemExit(f"kcat to port {target.port}: exit {done.returncode}: {done.stderr.decode()[-500:]}")
+    return {"secs": secs, "cpu": L.cpu_seconds(target.pid) - c0, "requests": records,
+            "bytes": records * value_size}
+
+
 def ratios(results: dict, name: str, limit: str) -> tuple[float, float]:
     """(best-to-best, median of per-round) rate ratio of ``name`` against ``limit``."""
     rate = {k: [r["requests"] / r["secs"] for r in v] for k, v in results.items()}
@@ -117,6 +143,9 @@ def print_section(title: str, results: dict, limit: str) -> None:
         if name != limit:
             best, per_round = ratios(results, name, limit)
             line += f"  vs {limit}: {best:.2f}x / {per_round:.2f}x"
+        if name == "fastkafka" and "fastkafka (base)" in results:
+            best, per_round = ratios(results, name, "fastkafka (base)")
+            line += f"  vs base: {best:.2f}x / {per_round:.2f}x"
         print(line)
 
 
@@ -146,8 +175,9 @@ def partitions_section(brokers: list[Broker], args) -> tuple[dict, dict]:
     n = args.partition_records
     cases = {}
     for b in brokers:
-        create_topic(b.port, "one", 1)
-        create_topic(b.port, "many", args.partitions)
+        if b.name != "limit":   # the limit's Metadata has every topic, with --partitions partitions
+            create_topic(b.port, "one", 1)
+            create_topic(b.port, "many", args.partitions)
         cases[f"{b.name}: 1 partition"] = (b, "one", 1)
         cases[f"{b.name}: {args.partitions} partitions"] = (b, "many", args.partitions)
 
@@ -192,10 +222,15 @@ def main(argv=None) -> int:
                 print_section(f"confluent-kafka: one {args.value_size} B record per Produce (linger.ms=0, "
                               f"batch.num.messages=1)", res, "limit")
             if "partitions" in todo:
-                fresh, res = partitions_section([b for b in (fk, base) if b is not None], args)
+                many_limit = start_limit(args.partitions)
+                try:
+                    fresh, res = partitions_section([b for b in (fk, base, many_limit) if b is not None], args)
+                finally:
+                    many_limit.proc.kill()
+                    many_limit.proc.wait()
                 title = (f"confluent-kafka, linger.ms=5: {args.record_size} B records over 1 vs "
                          f"{args.partitions} partitions")
-                for name in {k.split(":")[0] for k in res}:
+                for name in dict.fromkeys(k.split(":")[0] for k in res):
                     for what, r in (("first round, fresh logs", fresh), ("rounds", res)):
                         print_section(f"{title}, {name}, {what}", {k.split(": ")[1]: v for k, v in r.items()
                                                                    if k.startswith(name + ":")}, "1 partition")

@@ -21,6 +21,7 @@ from .schema import APIS, Field, Struct, _MISSING
 
 __all__ = ["Codec", "codec_for", "CODECS", "decode_struct", "encode_struct"]
 
+_SIZE = struct.Struct(">i")
 _DECODE_ERRORS = (struct.error, ValueError, IndexError, OverflowError, RecursionError)
 # Non-flexible strings, bytes and records: their int16/int32 length is generated inline (it joins
 # the run of fixed-size fields before it, so a records field costs no call of its own) and so are
@@ -382,8 +383,10 @@ class Codec:
         write_response_header(out, correlation_id, self.response_header_version)
         regions = []
         self._encode(self._enc_resp, obj, out, regions)
-        size = len(out) - 4 + sum(len(r) for _, r in regions)
-        out[:4] = size.to_bytes(4, "big", signed=True)
+        if not regions:     # most responses: one buffer, its size patched in front
+            _SIZE.pack_into(out, 0, len(out) - 4)
+            return [out]
+        _SIZE.pack_into(out, 0, len(out) - 4 + sum(len(r) for _, r in regions))
         return _splice(out, regions)
 
     def decode_response_frame(self, frame) -> tuple[int, object]:
