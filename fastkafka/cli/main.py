@@ -30,7 +30,7 @@ TOOLS = {
     "groups": ("fastkafka.cli.groups", "list and describe consumer groups"),
     "transactions": ("fastkafka.cli.transactions", "list, describe and abort transactions, find hanging ones "
                      "(kafka-transactions.sh)"),
-    "perf": ("fastkafka.cli.perf", "producer / consumer performance test"),
+    "perf": ("fastkafka.cli.perf", "producer / consumer / end-to-end latency and log-dir disk tests"),
     "load": ("fastkafka.cli.load", "load topics into Parquet with PySpark"),
     "mirror": ("fastkafka.cli.mirror", "mirror topics from one cluster to another (MirrorMaker); translate-offsets"),
 }
