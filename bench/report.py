@@ -55,6 +55,8 @@ def section(data: dict, src: str, plot: str | None) -> str:
                 "| goal | other references |", "|---|---|---|---|---|---|"]
         for r in rs:
             others = ", ".join(f"{k} {fmt(v)}" for k, v in (r.get("others") or {}).items())
+            if r.get("cpu_s_per_gb") is not None:
+                others += (", " if others else "") + f"broker CPU-s per GB {fmt(r['cpu_s_per_gb'])}"
             out.append(f"| {r['what']} | {fmt(r['value'])} {r['unit']} | {r['limit_name']} {fmt(r['limit'])} "
                        f"| {fmt(r['ratio'])}x / {fmt(r.get('ratio_median'))}x | {r.get('goal') or ''} | {others} |")
         notes = sorted({r["note"] for r in rs if r.get("note")})

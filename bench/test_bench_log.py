@@ -136,5 +136,4 @@ def test_flush_policy(benchmark, name, cfg):
     compare(benchmark, append, {"no flush policy": SelfTimed(lambda: policy_seconds(buf, total)[0])},
             what=f"Log.append 10 x 1 KiB batches, {name}", amount=count * len(buf), unit="GB/s", scale=1e9,
             n_rounds=3, prepare=lambda: open_log("flush-1", **cfg), cleanup=close_log)
-    benchmark.extra_info["note"] = "fdatasync counts per round are in each figure's extra_info (fdatasyncs)"
-    benchmark.extra_info["fdatasyncs"] = max(syncs)
+    benchmark.extra_info["others"]["fdatasyncs a round"] = max(syncs)
