@@ -93,6 +93,17 @@ def fetch_frame(topic: str, offset: int) -> bytes:
     return bytes(P.encode_request(P.ApiKey.FETCH, 11, 1, body, "bench"))
 
 
+def spread_produce_frame(topic: str, partitions: int, records_per_partition: int, record_size: int) -> bytes:
+    """One Produce v7 request (acks=1) with a batch of ``records_per_partition`` records for each of
+    ``partitions`` partitions: what a Java producer sends one broker leading many partitions."""
+    value = os.urandom(record_size)
+    data = [{"index": p, "records": records.build_batch(
+        [(None, value, [], 1_700_000_000_000 + i) for i in range(records_per_partition)])}
+        for p in range(partitions)]
+    body = {"acks": 1, "timeout_ms": 30000, "topic_data": [{"name": topic, "partition_data": data}]}
+    return bytes(P.encode_request(P.ApiKey.PRODUCE, 7, 1, body, "bench"))
+
+
 def small_produce_frame(topic: str, value_size: int = 100, partition: int = 0, acks: int = 1) -> bytes:
     """One Produce v7 request holding one record of ``value_size`` bytes (what a producer with
     linger.ms=0 sends per message when the broker keeps up)."""
