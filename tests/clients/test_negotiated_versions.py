@@ -54,7 +54,7 @@ def test_kafka_python_uses_the_flexible_group_and_metadata_versions(recorded):
     cons.close()
     got = {name: max(vs) for name, vs in seen.items()}
     print("kafka-python", kafka.__version__, sorted(got.items()))
-    assert (got["Metadata"], got["FindCoordinator"], got["JoinGroup"], got["OffsetCommit"]) == (12, 4, 7, 8)
+    assert (got["Metadata"], got["FindCoordinator"], got["JoinGroup"], got["OffsetCommit"]) == (12, 5, 7, 8)
 
 
 def test_kafka_python_admin_creates_and_deletes_topics_at_the_newest_versions(recorded):
@@ -70,7 +70,7 @@ def test_kafka_python_admin_creates_and_deletes_topics_at_the_newest_versions(re
     finally:
         admin.close()
     got = {name: max(vs) for name, vs in seen.items()}
-    assert (got["CreateTopics"], got["DeleteTopics"]) == (7, 5)
+    assert (got["CreateTopics"], got["DeleteTopics"]) == (7, 6)     # v6: topics by name or id
 
 
 def test_librdkafka_versions(recorded):

@@ -119,8 +119,10 @@ def test_kafka_python_group_consume_commit_and_admin(broker):
     (member,) = desc["members"]
     assert member["client_host"] == "/127.0.0.1"
     assert member["member_assignment"]["assigned_partitions"] == [{"topic": "kp", "partitions": [0, 1, 2]}]
-    # ListGroups v4 (KIP-518): kafka-python asks for, and is answered, each group's state
-    assert {"group_id": "kpg", "protocol_type": "consumer", "group_state": "Stable"} in admin.list_groups()
+    # ListGroups v4 (KIP-518) and v5 (KIP-848): kafka-python asks for, and is answered, each
+    # group's state and type ("classic": the only kind in ZooKeeper mode)
+    assert {"group_id": "kpg", "protocol_type": "consumer", "group_state": "Stable",
+            "group_type": "classic"} in admin.list_groups()
     assert admin.delete_groups(["kpg"]) == {"kpg": "NON_EMPTY_GROUP"} or \
         admin.delete_groups(["kpg"])["kpg"] != "OK"
     c.close()

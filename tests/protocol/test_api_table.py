@@ -11,10 +11,8 @@ PHASE_1 = {"ApiVersions": 3, "Produce": 7, "Fetch": 11, "ListOffsets": 5, "Metad
            "CreateTopics": 7, "DeleteTopics": 5, "CreatePartitions": 1, "DeleteRecords": 1,
            "DescribeConfigs": 2, "DeleteGroups": 1}
 # Phase 2's admin surface of Kafka 3.x clients (issue 17)
-PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "DescribeAcls": 1,
-           "CreateAcls": 1, "DeleteAcls": 1, "AlterConfigs": 1, "IncrementalAlterConfigs": 1,
+PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "IncrementalAlterConfigs": 1,
            "DescribeProducers": 0,
-           "OffsetForLeaderEpoch": 3,   # replication (issue 14): followers truncate by epoch
            "ElectLeaders": 2,           # preferred and unclean elections (KIP-183, KIP-460)
            "AlterPartitionReassignments": 0, "ListPartitionReassignments": 0,    # KIP-455
            # transactions (issue 15); InitProducerId 2+ (flexible) and 3+ (KIP-360 epoch bumps)
@@ -27,10 +25,19 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Descr
            # client quotas (KIP-546; v1 is flexible)
            "DescribeClientQuotas": 1, "AlterClientQuotas": 1,
            # flexible versions (KIP-482) of the group APIs, up to Kafka 3.x's
-           "FindCoordinator": 4, "JoinGroup": 9, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 5,
-           "ListGroups": 4, "DescribeGroups": 5,
+           "FindCoordinator": 5, "JoinGroup": 9, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 5,
+           "ListGroups": 5, "DescribeGroups": 5,
            # and of Metadata (v10+ topic ids: all zero here), offsets (v8 OffsetFetch: many groups)
-           "Metadata": 12, "OffsetCommit": 8, "OffsetFetch": 8, "ListOffsets": 7}
+           "Metadata": 12, "OffsetCommit": 8, "OffsetFetch": 8,
+           # v8: -4 local log start, v9: -5 last tiered offset (no tiered storage here)
+           "ListOffsets": 9,
+           # the rest of the admin surface's flexible versions (KIP-482): DescribeConfigs v3
+           # types and documentation, ACLs v3 the USER resource type, DeleteTopics v6 topic ids,
+           # ListGroups v5 group types, FindCoordinator v5 (TRANSACTION_ABORTABLE understood)
+           "DescribeConfigs": 4, "AlterConfigs": 2, "CreatePartitions": 3, "DeleteRecords": 2,
+           "DeleteGroups": 2, "OffsetForLeaderEpoch": 4, "DescribeAcls": 3, "CreateAcls": 3,
+           "DeleteAcls": 3, "DeleteTopics": 6}
+
 
 
 def test_declared_ranges_are_the_design_ranges():

@@ -35,18 +35,22 @@ CREATE_TOPICS = declare(19, "CreateTopics", max_version=7, first_flexible=5, req
         is_sensitive         bool
 """)
 
-DELETE_TOPICS = declare(20, "DeleteTopics", max_version=5, first_flexible=4, request="""
-    topic_names              []string
+DELETE_TOPICS = declare(20, "DeleteTopics", max_version=6, first_flexible=4, request="""
+    topics                   []      v6+
+      name                   string  null  =null
+      topic_id               uuid
+    topic_names              []string v0-5
     timeout_ms               int32
 """, response="""
     throttle_time_ms         int32   v1+
     responses                []      <topic_names
-      name                   string  <.
+      name                   string  null6+  <.
+      topic_id               uuid    v6+
       error_code             int16
       error_message          string  v5+  null  =null
 """)
 
-CREATE_PARTITIONS = declare(37, "CreatePartitions", max_version=1, first_flexible=2, request="""
+CREATE_PARTITIONS = declare(37, "CreatePartitions", max_version=3, first_flexible=2, request="""
     topics                   []
       name                   string
       count                  int32
@@ -62,7 +66,7 @@ CREATE_PARTITIONS = declare(37, "CreatePartitions", max_version=1, first_flexibl
       error_message          string  null  =null
 """)
 
-DELETE_RECORDS = declare(21, "DeleteRecords", max_version=1, first_flexible=2, request="""
+DELETE_RECORDS = declare(21, "DeleteRecords", max_version=2, first_flexible=2, request="""
     topics                   []
       name                   string
       partitions             []
@@ -79,12 +83,13 @@ DELETE_RECORDS = declare(21, "DeleteRecords", max_version=1, first_flexible=2, r
         error_code           int16
 """)
 
-DESCRIBE_CONFIGS = declare(32, "DescribeConfigs", max_version=2, first_flexible=4, request="""
+DESCRIBE_CONFIGS = declare(32, "DescribeConfigs", max_version=4, first_flexible=4, request="""
     resources                []
       resource_type          int8
       resource_name          string
       configuration_keys     []string null
     include_synonyms         bool    v1+
+    include_documentation    bool    v3+  =false
 """, response="""
     throttle_time_ms         int32
     results                  []      <resources
@@ -103,6 +108,8 @@ DESCRIBE_CONFIGS = declare(32, "DescribeConfigs", max_version=2, first_flexible=
           name               string
           value              string  null
           source             int8
+        config_type          int8    v3+  =0
+        documentation        string  v3+  null  =null
 """)
 
 # AlterConfigs and IncrementalAlterConfigs answer alike: one error per resource.
@@ -115,7 +122,7 @@ _ALTER_CONFIGS_RESPONSE = """
       resource_name          string  <resource_name
 """
 
-ALTER_CONFIGS = declare(33, "AlterConfigs", max_version=1, first_flexible=2, request="""
+ALTER_CONFIGS = declare(33, "AlterConfigs", max_version=2, first_flexible=2, request="""
     resources                []
       resource_type          int8
       resource_name          string

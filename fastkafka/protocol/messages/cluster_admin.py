@@ -97,7 +97,7 @@ _ACL_FILTER = """
     permission_type          int8
 """
 
-DESCRIBE_ACLS = declare(29, "DescribeAcls", max_version=1, first_flexible=2, request=_ACL_FILTER,
+DESCRIBE_ACLS = declare(29, "DescribeAcls", max_version=3, first_flexible=2, request=_ACL_FILTER,
                         response="""
     throttle_time_ms         int32
     error_code               int16
@@ -113,7 +113,7 @@ DESCRIBE_ACLS = declare(29, "DescribeAcls", max_version=1, first_flexible=2, req
         permission_type      int8
 """)
 
-CREATE_ACLS = declare(30, "CreateAcls", max_version=1, first_flexible=2, request="""
+CREATE_ACLS = declare(30, "CreateAcls", max_version=3, first_flexible=2, request="""
     creations                []
       resource_type          int8
       resource_name          string
@@ -129,7 +129,7 @@ CREATE_ACLS = declare(30, "CreateAcls", max_version=1, first_flexible=2, request
       error_message          string  null  =null
 """)
 
-DELETE_ACLS = declare(31, "DeleteAcls", max_version=1, first_flexible=2, request="""
+DELETE_ACLS = declare(31, "DeleteAcls", max_version=3, first_flexible=2, request="""
     filters                  []
 """ + textwrap.indent(textwrap.dedent(_ACL_FILTER), " " * 6), response="""
     throttle_time_ms         int32

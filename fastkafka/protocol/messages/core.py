@@ -87,7 +87,7 @@ FETCH = declare(1, "Fetch", max_version=11, first_flexible=12, request="""
         records              records null
 """)
 
-LIST_OFFSETS = declare(2, "ListOffsets", max_version=7, first_flexible=6, request="""
+LIST_OFFSETS = declare(2, "ListOffsets", max_version=9, first_flexible=6, request="""
     replica_id               int32   =-1
     isolation_level          int8    v2+
     topics                   []

@@ -62,7 +62,7 @@ OFFSET_FETCH = declare(9, "OffsetFetch", max_version=8, first_flexible=6, reques
       error_code             int16
 """)
 
-FIND_COORDINATOR = declare(10, "FindCoordinator", max_version=4, first_flexible=3, request="""
+FIND_COORDINATOR = declare(10, "FindCoordinator", max_version=5, first_flexible=3, request="""
     key                      string  v0-3
     key_type                 int8    v1+
     coordinator_keys         []string v4+
@@ -152,8 +152,9 @@ LEAVE_GROUP = declare(13, "LeaveGroup", max_version=5, first_flexible=4, request
       error_code             int16
 """)
 
-LIST_GROUPS = declare(16, "ListGroups", max_version=4, first_flexible=3, request="""
+LIST_GROUPS = declare(16, "ListGroups", max_version=5, first_flexible=3, request="""
     states_filter            []string v4+
+    types_filter             []string v5+
 """, response="""
     throttle_time_ms         int32   v1+
     error_code               int16
@@ -161,6 +162,7 @@ LIST_GROUPS = declare(16, "ListGroups", max_version=4, first_flexible=3, request
       group_id               string
       protocol_type          string
       group_state            string  v4+
+      group_type             string  v5+  ="classic"
 """)
 
 DESCRIBE_GROUPS = declare(15, "DescribeGroups", max_version=5, first_flexible=5, request="""
@@ -184,7 +186,7 @@ DESCRIBE_GROUPS = declare(15, "DescribeGroups", max_version=5, first_flexible=5,
       authorized_operations  int32   v3+  =-2147483648
 """)
 
-DELETE_GROUPS = declare(42, "DeleteGroups", max_version=1, first_flexible=2, request="""
+DELETE_GROUPS = declare(42, "DeleteGroups", max_version=2, first_flexible=2, request="""
     groups_names             []string
 """, response="""
     throttle_time_ms         int32

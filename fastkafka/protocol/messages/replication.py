@@ -6,7 +6,7 @@ preferred replicas, or to elect out of sync. Notation: see :mod:`fastkafka.proto
 """
 from ..schema import declare
 
-OFFSET_FOR_LEADER_EPOCH = declare(23, "OffsetForLeaderEpoch", max_version=3, first_flexible=4, request="""
+OFFSET_FOR_LEADER_EPOCH = declare(23, "OffsetForLeaderEpoch", max_version=4, first_flexible=4, request="""
     replica_id               int32   v3+  =-2
     topics                   []
       topic                  string

@@ -13,7 +13,8 @@ CreateTopics v5+ answers each created (or, with ``validate_only``, validated) to
 count, replication factor and every topic config with its value and source, as DescribeConfigs
 would; without DESCRIBE_CONFIGS on the topic they are left out and ``topic_config_error_code``
 says TOPIC_AUTHORIZATION_FAILED (Kafka's rule). v7's topic id is the zero UUID: fastkafka keeps
-no topic ids (as Metadata answers). DeleteTopics v5+ carries each topic's error message.
+no topic ids (as Metadata answers). DeleteTopics v5+ carries each topic's error message; v6+
+takes topics by name or id (an id is always UNKNOWN_TOPIC_ID here).
 
 Authorization (with an authorizer): CreateTopics needs CREATE on the cluster or on the topic,
 DeleteTopics DELETE on the topic, CreatePartitions ALTER on the topic
@@ -21,9 +22,12 @@ DeleteTopics DELETE on the topic, CreatePartitions ALTER on the topic
 """
 from __future__ import annotations
 
+import uuid
 from collections import Counter
+from typing import NamedTuple
 
 from fastkafka import errors
+from fastkafka.protocol.types import UUID_ZERO
 
 from ..authorizer import TOPIC, AclOperation
 from .authorization import require_topic
@@ -115,15 +119,33 @@ def handle_create_topics(ctx, req):
 
 
 def handle_delete_topics(ctx, req):
+    """DeleteTopics; v6+ names each topic by name or by id. No topic ids are kept here (Metadata
+    answers the zero id, as Kafka for a topic created without one), so a topic asked by id is
+    UNKNOWN_TOPIC_ID, and one asked by name is answered with the zero id."""
     cls = ctx.codec.api.response
 
-    def delete(name):
-        require_topic(ctx, AclOperation.DELETE, name)
-        ctx.broker.topics.delete(name)
+    def delete(t):
+        if ctx.version >= 6:
+            if t.topic_id != UUID_ZERO:
+                if t.name is not None:
+                    raise errors.InvalidRequestError("You may not specify both topic name and topic id.")
+                raise errors.UnknownTopicIdError(f"no topic has the id {t.topic_id}")
+            if t.name is None:
+                raise errors.InvalidRequestError("a topic to delete needs a name or an id")
+        require_topic(ctx, AclOperation.DELETE, t.name)
+        ctx.broker.topics.delete(t.name)
 
+    entries = req.topics if ctx.version >= 6 else [_TopicName(n, UUID_ZERO) for n in req.topic_names]
     return cls(throttle_time_ms=0, responses=[
-        cls.Responses(name=name, error_code=code, error_message=msg)
-        for name, code, msg in _each_topic(req.topic_names, lambda n: n, delete)])
+        cls.Responses(name=t.name, topic_id=t.topic_id if t.name is None else UUID_ZERO,
+                      error_code=code, error_message=msg)
+        for t, code, msg in _each_topic(entries, lambda t: t.name if t.name is not None else t.topic_id, delete)])
+
+
+class _TopicName(NamedTuple):
+    """A topic of DeleteTopics v0-5, shaped as v6+'s entries."""
+    name: str | None
+    topic_id: uuid.UUID
 
 
 def handle_create_partitions(ctx, req):

@@ -192,7 +192,7 @@ CLUSTER_ADMIN_RANGES = {
     ApiKey.DESCRIBE_CLUSTER: (handle_describe_cluster, 0, 1),
     ApiKey.DESCRIBE_LOG_DIRS: (handle_describe_log_dirs, 0, 4),
     ApiKey.DESCRIBE_PRODUCERS: (handle_describe_producers, 0, 0),
-    ApiKey.DESCRIBE_ACLS: (handle_describe_acls, 0, 1),
-    ApiKey.CREATE_ACLS: (handle_create_acls, 0, 1),
-    ApiKey.DELETE_ACLS: (handle_delete_acls, 0, 1),
+    ApiKey.DESCRIBE_ACLS: (handle_describe_acls, 0, 3),
+    ApiKey.CREATE_ACLS: (handle_create_acls, 0, 3),
+    ApiKey.DELETE_ACLS: (handle_delete_acls, 0, 3),
 }

@@ -1,4 +1,4 @@
-"""DescribeConfigs v0–2, AlterConfigs v0–1 and IncrementalAlterConfigs v0–1, for topics (resource
+"""DescribeConfigs v0–4, AlterConfigs v0–2 and IncrementalAlterConfigs v0–1, for topics (resource
 type 2) and this broker (type 4).
 
 Topic overrides change at run time as in Kafka: AlterConfigs replaces a topic's whole set,
@@ -15,6 +15,8 @@ DYNAMIC_DEFAULT_BROKER_CONFIG for this broker's and the cluster's dynamic config
 STATIC_BROKER_CONFIG for server.properties, DEFAULT_CONFIG otherwise. v0 marks defaults with
 ``is_default``; v1+ with ``config_source`` and, on request, synonyms (most specific first).
 Describing the broker with an empty name lists the cluster-wide dynamic configs only, as Kafka.
+v3+ gives each entry its type (Kafka's ConfigType) and, when ``include_documentation`` is asked,
+the property's documentation (the text of ``fastkafka serve --help-config``).
 
 Authorization (with an authorizer): DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the
 topic (TOPIC_AUTHORIZATION_FAILED) or on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED).
@@ -22,7 +24,7 @@ topic (TOPIC_AUTHORIZATION_FAILED) or on the cluster for a broker (CLUSTER_AUTHO
 from __future__ import annotations
 
 from fastkafka import errors
-from fastkafka.config import KEYS, LIST, PASSWORD, TOPIC_KEYS
+from fastkafka.config import BOOLEAN, DOUBLE, INT, KEYS, LIST, LONG, PASSWORD, STRING, TOPIC_KEYS
 
 from ..dynamic_config import (DEFAULT_CONFIG, DEFAULT_ENTITY, DYNAMIC_DEFAULT_BROKER_CONFIG, RECONFIGURABLE,
                               config_text)
@@ -35,6 +37,8 @@ __all__ = ["handle_describe_configs", "handle_alter_configs", "handle_incrementa
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG = 1
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3     # IncrementalAlterConfigs' config_operation
+# DescribeConfigs v3+'s config_type (Kafka's ConfigDef.Type as DescribeConfigsResponse.ConfigType)
+CONFIG_TYPES = {BOOLEAN: 1, STRING: 2, INT: 3, LONG: 5, DOUBLE: 6, LIST: 7, PASSWORD: 9}
 
 
 def _require(ctx, op: AclOperation, r) -> None:
@@ -65,12 +69,12 @@ def topic_config_entries(ctx, effective, overrides, keys=None) -> list[tuple]:
     return out
 
 
-def _topic_configs(ctx, cls, name: str, keys, synonyms: bool):
+def _topic_configs(ctx, cls, name: str, keys, synonyms: bool, docs: bool):
     topics = ctx.broker.topics
     info = topics.get(name)
     if info is None:
         raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-    return [_entry(cls, tname, value, False, source, syn if synonyms else [])
+    return [_entry(cls, TOPIC_KEYS[tname], tname, value, False, source, syn if synonyms else [], docs=docs)
             for tname, value, source, syn in topic_config_entries(ctx, topics.log_config(name), info.configs, keys)]
 
 
@@ -83,11 +87,11 @@ def _broker_entity(ctx, name: str) -> str:
     return name
 
 
-def _broker_configs(ctx, cls, name: str, keys, synonyms: bool):
+def _broker_configs(ctx, cls, name: str, keys, synonyms: bool, docs: bool):
     dyn = ctx.broker.dynamic_config
     if _broker_entity(ctx, name) == DEFAULT_ENTITY:
-        return [_entry(cls, k, v, False, DYNAMIC_DEFAULT_BROKER_CONFIG,
-                       [(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG)] if synonyms else [])
+        return [_entry(cls, KEYS.get(k), k, v, False, DYNAMIC_DEFAULT_BROKER_CONFIG,
+                       [(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG)] if synonyms else [], docs=docs)
                 for k, v in sorted(dyn.stored(DEFAULT_ENTITY).items()) if keys is None or k in keys]
     current = dyn.current
     out = []
@@ -99,21 +103,24 @@ def _broker_configs(ctx, cls, name: str, keys, synonyms: bool):
         syn.append((kname, config_text(KEYS[kname].default), DEFAULT_CONFIG))
         if sensitive:
             syn = [(n, None, s) for n, _, s in syn]
-        out.append(_entry(cls, kname, value, kname not in RECONFIGURABLE, source, syn if synonyms else [],
-                          sensitive))
+        out.append(_entry(cls, KEYS[kname], kname, value, kname not in RECONFIGURABLE, source,
+                          syn if synonyms else [], sensitive, docs))
     return out
 
 
-def _entry(cls, name, value, read_only, source, synonyms, sensitive=False):
+def _entry(cls, key, name, value, read_only, source, synonyms, sensitive=False, docs=False):
+    """One DescribeConfigs entry; ``key``: the property's ConfigKey (None if unknown here)."""
     c = cls.Results.Configs
     return c(name=name, value=value, read_only=read_only, config_source=source,
              is_default=source == DEFAULT_CONFIG, is_sensitive=sensitive,
-             synonyms=[c.Synonyms(name=n, value=v, source=s) for n, v, s in synonyms])
+             synonyms=[c.Synonyms(name=n, value=v, source=s) for n, v, s in synonyms],
+             config_type=CONFIG_TYPES.get(key.type, 0) if key is not None else 0,
+             documentation=key.doc if docs and key is not None else None)
 
 
 def handle_describe_configs(ctx, req):
     cls = ctx.codec.api.response
-    synonyms = bool(req.include_synonyms)
+    synonyms, docs = bool(req.include_synonyms), bool(req.include_documentation)
     out = []
     for r in req.resources:
         keys = None if r.configuration_keys is None else set(r.configuration_keys)
@@ -121,9 +128,9 @@ def handle_describe_configs(ctx, req):
         try:
             _require(ctx, AclOperation.DESCRIBE_CONFIGS, r)
             if r.resource_type == TOPIC:
-                configs = _topic_configs(ctx, cls, r.resource_name, keys, synonyms)
+                configs = _topic_configs(ctx, cls, r.resource_name, keys, synonyms, docs)
             elif r.resource_type == BROKER:
-                configs = _broker_configs(ctx, cls, r.resource_name, keys, synonyms)
+                configs = _broker_configs(ctx, cls, r.resource_name, keys, synonyms, docs)
             else:
                 raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")
         except Exception as e:

@@ -190,8 +190,11 @@ def handle_leave_group(ctx, req):
 
 def handle_list_groups(ctx, req):
     """ListGroups. v4+ filters by ``states_filter`` (ignoring case) and answers each group's
-    state."""
+    state; v5+ by ``types_filter``: every group here is a ``classic`` one (KIP-848's consumer
+    groups do not exist in ZooKeeper mode), so a filter without it lists none."""
     code, groups = _groups(ctx).group_overviews(req.states_filter if ctx.version >= 4 else ())
+    if ctx.version >= 5 and req.types_filter and "classic" not in {t.lower() for t in req.types_filter}:
+        groups = []
     if not ctx.authorize_cluster(DESCRIBE):
         groups = [(g, t, s) for g, t, s in groups if ctx.authorize(DESCRIBE, GROUP, g)]
     cls = ctx.codec.api.response
@@ -364,14 +367,14 @@ def _ranges():
     return {
         ApiKey.OFFSET_COMMIT: (handle_offset_commit, 0, 8),
         ApiKey.OFFSET_FETCH: (handle_offset_fetch, 0, 8),
-        ApiKey.FIND_COORDINATOR: (handle_find_coordinator, 0, 4),
+        ApiKey.FIND_COORDINATOR: (handle_find_coordinator, 0, 5),
         ApiKey.JOIN_GROUP: (handle_join_group, 0, 9),
         ApiKey.SYNC_GROUP: (handle_sync_group, 0, 5),
         ApiKey.HEARTBEAT: (handle_heartbeat, 0, 4),
         ApiKey.LEAVE_GROUP: (handle_leave_group, 0, 5),
-        ApiKey.LIST_GROUPS: (handle_list_groups, 0, 4),
+        ApiKey.LIST_GROUPS: (handle_list_groups, 0, 5),
         ApiKey.DESCRIBE_GROUPS: (handle_describe_groups, 0, 5),
-        ApiKey.DELETE_GROUPS: (handle_delete_groups, 0, 1),
+        ApiKey.DELETE_GROUPS: (handle_delete_groups, 0, 2),
         ApiKey.OFFSET_DELETE: (handle_offset_delete, 0, 0),
     }
 

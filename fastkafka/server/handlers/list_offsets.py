@@ -3,8 +3,11 @@
 
 Special timestamps: -1 latest, -2 earliest (the log start offset), -3 (v7+, KIP-734) the largest
 timestamp and the offset of the *batch* holding it (Kafka 3.x before 3.7, which later answers
-that record's own offset); any other value finds the first record with a timestamp at or after it
-(offset -1 and timestamp -1 when there is none, as Kafka answers). Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED).
+that record's own offset), -4 (v8+, KIP-405) the local log start offset: the log start offset,
+as in Kafka without tiered storage, -5 (v9+, KIP-1005) the last tiered offset: none (offset -1,
+leader epoch -1, as Kafka answers without tiered storage); any other value finds the first record
+with a timestamp at or after it (offset -1 and timestamp -1 when there is none, as Kafka answers).
+Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED).
 
 Who asks (``replica_id``) decides, as in Kafka's ``ReplicaManager.fetchOffset``, where and up to
 where it is answered:
@@ -39,6 +42,8 @@ __all__ = ["handle_list_offsets"]
 
 LATEST = -1
 EARLIEST = -2
+EARLIEST_LOCAL = -4    # no tiered storage: the local log is the whole log
+LATEST_TIERED = -5     # no tiered storage: nothing is tiered
 READ_COMMITTED = 1
 CONSUMER = -1          # Kafka's ListOffsetsRequest.CONSUMER_REPLICA_ID
 DEBUGGING = -2         # DEBUGGING_REPLICA_ID: any replica answers
@@ -78,19 +83,22 @@ def _offset(ctx, lg, topic: str, p, client: bool, committed: bool) -> tuple[int,
     else:
         last = lg.log_end_offset
     lagging = client and _lagging_leader(ctx, topic, p.partition_index, lg)
-    if p.timestamp == LATEST:
+    if p.timestamp == LATEST_TIERED:
+        return -1, -1, -1
+    timestamp = EARLIEST if p.timestamp == EARLIEST_LOCAL else p.timestamp
+    if timestamp == LATEST:
         if lagging:
             raise _not_available(ctx.version, topic, p.partition_index)
         return last, -1, partition_epoch(ctx, topic, p.partition_index)
-    found = lg.offset_for_timestamp(p.timestamp)
+    found = lg.offset_for_timestamp(timestamp)
     if found is None:
         return -1, -1, -1
-    offset, timestamp = found
-    if p.timestamp != EARLIEST and offset >= last:
+    offset, found_timestamp = found
+    if timestamp != EARLIEST and offset >= last:
         if lagging:
             raise _not_available(ctx.version, topic, p.partition_index)
         return -1, -1, -1       # not readable yet: no answer, as if no record were that recent
-    return offset, timestamp, lg.leader_epochs.epoch_for_offset(offset)
+    return offset, found_timestamp, lg.leader_epochs.epoch_for_offset(offset)
 
 
 def handle_list_offsets(ctx, req):
