@@ -116,6 +116,24 @@ def test_pipelined_requests_come_back_in_order_even_when_handlers_finish_out_of_
     assert [recv_frame(c) for _ in bodies] == bodies
 
 
+@pytest.mark.parametrize("middle", [b"S200:later", b"N-no-answer"])
+@pytest.mark.parametrize("read_after_s", [0.0, 0.5])
+def test_gathered_responses_that_fill_the_socket_keep_their_order(server, tmp_path, middle, read_after_s):
+    # Responses answered inline are written together once the read's frames are used up. Here
+    # the first (a 32 MiB file region) is more than the socket buffers hold, and the next
+    # request is one a handler thread answers 200 ms later (or one with no answer): it waits for
+    # the big one to be out whether it completes while that is stuck (the client reads late) or
+    # after (it reads at once), and the last request is dispatched only after it.
+    path = tmp_path / "big"
+    path.write_bytes(os.urandom(32 << 20))
+    c = connect(server)
+    c.sendall(b"".join(frame(b) for b in (b"F" + str(path).encode(), middle, b"after")))
+    time.sleep(read_after_s)
+    assert recv_frame(c) == b"hdr" + path.read_bytes()
+    expected = [middle, b"after"] if middle.startswith(b"S") else [b"after"]
+    assert [recv_frame(c) for _ in expected] == expected
+
+
 def test_frames_split_anywhere_and_many_in_one_segment(server):
     c = connect(server)
     bodies = [echo_body(n) for n in (0, 1, 2, 3, 4, 5, 100, 65535, 65536, 70000)] * 3
