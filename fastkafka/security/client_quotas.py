@@ -12,7 +12,7 @@ ZooKeeper keeps them at ``/config/users/<user>``, ``/config/clients/<client-id>`
 
 Configs (:data:`QUOTA_CONFIGS`): ``producer_byte_rate`` and ``consumer_byte_rate`` in bytes per
 second (whole numbers), ``request_percentage`` in percent of one request handler thread per
-quota window, and ``controller_mutation_rate``, which is stored and described but not enforced.
+quota window, and ``controller_mutation_rate`` in partitions created or deleted per second.
 
 Precedence (Kafka's ``ClientQuotaManager``): the first configured of ``/config/users/<user>/clients/<client-id>``,
 ``/config/users/<user>/clients/<default>``, ``/config/users/<user>``,

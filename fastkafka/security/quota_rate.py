@@ -18,6 +18,11 @@ is back at ``T`` (``QuotaUtils.throttleTime``). The request-time quota caps ``X`
 :class:`QuotaSensor` is one quota entity's rate and bound, thread-safe, with Kafka's
 record-then-check order (and ``unrecord`` for a throttled fetch, whose bytes are not sent).
 
+:class:`TokenBucketSensor` is the controller mutation quota's (KIP-599): Kafka's ``TokenBucket``
+refilled at ``bound`` tokens per second up to a burst of ``bound * samples * window`` (a sampled
+rate would hold one large burst against the client until its window expired). A client is over
+the quota while the bucket is below zero, and waits ``-tokens / bound`` seconds for it to refill.
+
 Example: a 5 MB burst against a 1 MB/s quota over 11 windows of 1 s::
 
     >>> rate = Rate(samples=11, window_ms=1000)
@@ -29,12 +34,20 @@ Example: a 5 MB burst against a 1 MB/s quota over 11 windows of 1 s::
     1000
     >>> sensor.record(100, now_ms=500)             # half a second on, still over the quota
     500
+
+and 30 partition mutations against 2 per second over 11 windows of 1 s (a burst of 22)::
+
+    >>> bucket = TokenBucketSensor(bound=2, samples=11, window_ms=1000)
+    >>> bucket.admit(30, now_ms=0), bucket.tokens    # admitted: the bucket was not yet below zero
+    (0, -8.0)
+    >>> bucket.admit(1, now_ms=1000)                 # refused: 3 s until it is back at zero
+    3000
 """
 from __future__ import annotations
 
 import threading
 
-__all__ = ["Rate", "QuotaSensor", "throttle_time_ms"]
+__all__ = ["Rate", "QuotaSensor", "TokenBucketSensor", "throttle_time_ms"]
 
 _UNLIMITED = float("inf")   # the bound of a rate no quota applies to: measured, never checked
 
@@ -174,3 +187,54 @@ class QuotaSensor:
     def rate(self, now_ms: float) -> float:
         with self._lock:
             return self._rate.measure(now_ms)
+
+
+class TokenBucketSensor:
+    """One quota entity's token bucket (the controller mutation quota's sensor). Thread-safe.
+
+    Built like :class:`QuotaSensor` (``bound`` may be changed later: the burst follows it), so
+    the quota types keep either kind per client. The bucket starts full."""
+
+    __slots__ = ("bound", "last_record_ms", "tokens", "_window_s", "_updated_ms", "_lock")
+
+    def __init__(self, bound: float, samples: int, window_ms: float, max_throttle_ms: float | None = None):
+        self.bound = bound
+        self._window_s = samples * window_ms / 1000.0     # the burst is bound * this
+        self.tokens = bound * self._window_s
+        self.last_record_ms = 0.0
+        self._updated_ms: float | None = None      # last refill (None: full, never used)
+        self._lock = threading.Lock()
+
+    def _refill(self, now_ms: float) -> None:
+        last = self._updated_ms
+        if last is None or now_ms > last:   # (a clock read before another caller's is not newer)
+            elapsed_s = float("inf") if last is None else (now_ms - last) / 1000.0
+            self.tokens = min(self.bound * self._window_s, self.tokens + self.bound * elapsed_s)
+            self._updated_ms = now_ms
+
+    def _throttle_ms(self) -> int:
+        return int(-self.tokens / self.bound * 1000.0 + 0.5) if self.tokens < 0 else 0
+
+    def admit(self, permits: float, now_ms: float) -> int:
+        """Strict: take ``permits`` unless the bucket is already below zero (however many they
+        are); the milliseconds until it is back at zero when refused, else 0."""
+        if self.bound == _UNLIMITED:
+            return 0
+        with self._lock:
+            self._refill(now_ms)
+            throttle = self._throttle_ms()
+            if throttle == 0:
+                self.tokens -= permits
+                self.last_record_ms = now_ms
+            return throttle
+
+    def record(self, permits: float, now_ms: float) -> int:
+        """Permissive: take ``permits`` whatever the bucket holds; the milliseconds until it is
+        back at zero (0 while it is not below zero)."""
+        if self.bound == _UNLIMITED:
+            return 0
+        with self._lock:
+            self._refill(now_ms)
+            self.tokens -= permits
+            self.last_record_ms = now_ms
+            return self._throttle_ms()

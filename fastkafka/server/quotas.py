@@ -1,11 +1,12 @@
 """Client quotas on the broker (KIP-13, KIP-55, KIP-124, KIP-219): what a request costs, whom it
 is charged to, and how long its client is throttled.
 
-Three quota types, each Kafka's ``ClientQuotaManager``: ``producer_byte_rate`` charges a
+Four quota types, each Kafka's ``ClientQuotaManager``: ``producer_byte_rate`` charges a
 Produce request's size, ``consumer_byte_rate`` a Fetch response's size, ``request_percentage``
 the time a handler spent on any request (percent of one thread: 1 s of handler time in a second
-is 100). A request is charged to its session's user (``User:alice`` is ``alice``) and its
-header's client id, under the quota Kafka's precedence picks
+is 100), ``controller_mutation_rate`` the partitions the admin handlers create and delete (a token
+bucket, KIP-599: :mod:`.mutation_quota`). A request is charged to its session's user
+(``User:alice`` is ``alice``) and its header's client id, under the quota Kafka's precedence picks
 (:class:`fastkafka.security.client_quotas.QuotaBounds`); the rates are Kafka's sampled windows
 (``quota.window.num`` windows of ``quota.window.size.seconds``,
 :mod:`fastkafka.security.quota_rate`). Exempt, as in Kafka: followers' fetches,
@@ -42,9 +43,11 @@ import time
 from typing import Callable, Mapping
 
 from fastkafka.protocol import ApiKey
-from fastkafka.security.client_quotas import (CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE,
-                                              QuotaBounds, QuotaEntity)
-from fastkafka.security.quota_rate import QuotaSensor
+from fastkafka.security.client_quotas import (CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE,
+                                              REQUEST_PERCENTAGE, QuotaBounds, QuotaEntity)
+from fastkafka.security.quota_rate import QuotaSensor, TokenBucketSensor
+
+from .mutation_quota import UNBOUNDED, ControllerMutationQuota
 
 from .send import Send, response_size
 
@@ -79,8 +82,10 @@ class QuotaType:
     """One quota type's bounds and measured rates (Kafka's ClientQuotaManager). Thread-safe;
     ``record`` takes a dictionary lookup and the sensor's lock once the client is known."""
 
-    def __init__(self, key: str, samples: int, window_ms: float, max_throttle_ms: float | None = None):
+    def __init__(self, key: str, samples: int, window_ms: float, max_throttle_ms: float | None = None,
+                 sensor_class=QuotaSensor):
         self.key = key
+        self._sensor_class = sensor_class     # QuotaSensor, or TokenBucketSensor (controller mutations)
         self.samples, self.window_ms, self.max_throttle_ms = samples, window_ms, max_throttle_ms
         self.bounds = QuotaBounds({})
         self.enabled = False        # some quota of this type is configured
@@ -111,8 +116,8 @@ class QuotaType:
             tags, bound = self.bounds.resolve(user, client_id)
             sensor = self._sensors.get(tags)
             if sensor is None:
-                sensor = self._sensors[tags] = QuotaSensor(_unbounded(bound), self.samples, self.window_ms,
-                                                           self.max_throttle_ms)
+                sensor = self._sensors[tags] = self._sensor_class(_unbounded(bound), self.samples, self.window_ms,
+                                                                  self.max_throttle_ms)
                 sensor.last_record_ms = now_ms
             self._clients[(user, client_id)] = sensor
             return sensor
@@ -150,6 +155,8 @@ class ClientQuotas:
         self.fetch = QuotaType(CONSUMER_BYTE_RATE, samples, window_ms)
         # a request's handler time is throttled for at most one window (ClientRequestQuotaManager)
         self.request = QuotaType(REQUEST_PERCENTAGE, samples, window_ms, max_throttle_ms=window_ms)
+        # partitions created or deleted (KIP-599): a token bucket, charged by the admin handlers
+        self.mutation = QuotaType(CONTROLLER_MUTATION_RATE, samples, window_ms, sensor_class=TokenBucketSensor)
         self._store_source = store
         self._store = None
         self._snapshot = None
@@ -187,7 +194,7 @@ class ClientQuotas:
 
     def configure(self, configs: Mapping[QuotaEntity, Mapping[str, str]]) -> None:
         """Apply ``{(user, client_id): {quota config: value}}`` (every configured entity)."""
-        for qtype in (self.produce, self.fetch, self.request):
+        for qtype in (self.produce, self.fetch, self.request, self.mutation):
             bounds = {}
             for entity, values in configs.items():
                 text = values.get(qtype.key)
@@ -203,7 +210,7 @@ class ClientQuotas:
                     log.warning("ignoring %s=%r of %s: not a positive number", qtype.key, text, entity)
             if bounds != qtype.bounds.bounds:
                 qtype.configure(QuotaBounds(bounds))
-        self.enabled = self.produce.enabled or self.fetch.enabled or self.request.enabled
+        self.enabled = self.produce.enabled or self.fetch.enabled or self.request.enabled or self.mutation.enabled
 
     # --- per request ---
     def track(self, request, header, body) -> "RequestQuota | None":
@@ -232,7 +239,7 @@ class ClientQuotas:
 class RequestQuota:
     """One request's charges, settled when its response is sent (``RequestContext.send``)."""
 
-    __slots__ = ("quotas", "user", "client_id", "key", "version", "size", "started", "handler_s")
+    __slots__ = ("quotas", "user", "client_id", "key", "version", "size", "started", "handler_s", "mutation")
 
     def __init__(self, quotas: ClientQuotas, user: str, client_id: str, key: int, version: int, size: int):
         self.quotas = quotas
@@ -240,6 +247,17 @@ class RequestQuota:
         self.key, self.version, self.size = key, version, size
         self.started = time.monotonic()
         self.handler_s: float | None = None
+        self.mutation: ControllerMutationQuota | None = None
+
+    def controller_mutation(self, strict: bool):
+        """This request's controller mutation quota (KIP-599), its throttle charged on send."""
+        mutations = self.quotas.mutation
+        if not mutations.enabled:
+            return UNBOUNDED
+        if self.mutation is None:
+            sensor = mutations.sensor(self.user, self.client_id, time.monotonic() * 1000.0)
+            self.mutation = ControllerMutationQuota(sensor, strict)
+        return self.mutation
 
     def handler_returned(self) -> None:
         """The handler parked the request (a long-polling fetch): its time stops here."""
@@ -269,6 +287,8 @@ class RequestQuota:
                 throttle = max(throttle, self._request_throttle(now))
         else:
             throttle = self._request_throttle(now)
+            if self.mutation is not None:
+                throttle = max(throttle, self.mutation.throttle_time_ms(now_ms))
         if response is None:
             if throttle > 0:
                 ctx.request.respond_then_mute(None, throttle / 1000.0)

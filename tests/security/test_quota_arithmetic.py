@@ -9,7 +9,7 @@ from fastkafka import errors
 from fastkafka.security.client_quotas import (DEFAULT, MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED, QuotaBounds,
                                               QuotaFilter, apply_ops, collect_quota_configs, desanitize,
                                               entity_components, entity_name, parse_entity, sanitize, znode_name)
-from fastkafka.security.quota_rate import QuotaSensor, Rate, throttle_time_ms
+from fastkafka.security.quota_rate import QuotaSensor, Rate, TokenBucketSensor, throttle_time_ms
 
 # --- Rate: Kafka's SampledStat/WindowedSum/Rate -------------------------------------------------
 
@@ -236,3 +236,23 @@ def test_bad_filters_are_refused_as_kafka_refuses_them():
              "IP filter component should not be used")):
         with pytest.raises(exc, match=why):
             QuotaFilter(components, False)
+
+
+def test_token_bucket_strict_and_permissive():
+    # 5 per second over 2 windows of 1 s: a burst of 10, full at first
+    strict = TokenBucketSensor(bound=5, samples=2, window_ms=1000)
+    assert strict.admit(8, 0) == 0 and strict.admit(8, 0) == 0      # -6: admitted, it was not below zero
+    assert strict.tokens == -6
+    assert strict.admit(1, 0) == 1200                                # refused: nothing taken
+    assert strict.tokens == -6
+    assert strict.admit(1, 1000) == 200 and strict.admit(1, 1200) == 0
+    assert strict.admit(100, 60_000) == 0 and strict.tokens == -90   # refilled to the burst, no further
+    permissive = TokenBucketSensor(bound=5, samples=2, window_ms=1000)
+    assert permissive.record(8, 0) == 0
+    assert permissive.record(3, 0) == 200            # taken anyway, and throttled until back at zero
+    assert permissive.record(2, 400) == 200          # +2 refilled, -2 taken: still -1
+    # a lower bound lowers the burst at the next refill
+    permissive.bound = 1
+    assert permissive.record(0, 100_000) == 0 and permissive.tokens == 2
+    unlimited = TokenBucketSensor(bound=float("inf"), samples=2, window_ms=1000)
+    assert unlimited.admit(10 ** 9, 0) == 0 and unlimited.record(10 ** 9, 0) == 0

@@ -16,12 +16,18 @@ says TOPIC_AUTHORIZATION_FAILED (Kafka's rule). v7's topic id is the zero UUID: 
 no topic ids (as Metadata answers). DeleteTopics v5+ carries each topic's error message; v6+
 takes topics by name or id (an id is always UNKNOWN_TOPIC_ID here).
 
+Controller mutation quota (KIP-599, :mod:`..mutation_quota`): each created, added or deleted
+partition is charged to the client's ``controller_mutation_rate`` just before the change; over
+it, CreateTopics v6+, CreatePartitions v3+ and DeleteTopics v5+ answer THROTTLING_QUOTA_EXCEEDED
+for the topics left, older versions are done and throttled.
+
 Authorization (with an authorizer): CreateTopics needs CREATE on the cluster or on the topic,
 DeleteTopics DELETE on the topic, CreatePartitions ALTER on the topic
 (TOPIC_AUTHORIZATION_FAILED for that topic otherwise, before anything else is checked).
 """
 from __future__ import annotations
 
+import time
 import uuid
 from collections import Counter
 from typing import NamedTuple
@@ -30,6 +36,7 @@ from fastkafka import errors
 from fastkafka.protocol.types import UUID_ZERO
 
 from ..authorizer import TOPIC, AclOperation
+from ..mutation_quota import mutation_quota
 from .authorization import require_topic
 from .configs import topic_config_entries
 from .failure import failure
@@ -85,6 +92,7 @@ def handle_create_topics(ctx, req):
     cls = ctx.codec.api.response
 
     may_create_any = ctx.authorize_cluster(AclOperation.CREATE)
+    quota = mutation_quota(ctx)
     described = {}    # v5+: name -> what the answer describes of the topic
 
     def create(t):
@@ -95,6 +103,10 @@ def handle_create_topics(ctx, req):
         if req.validate_only:
             n, cfg = topics.validate_create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
         else:
+            if quota.bounded:     # charged once every check passed, as the creation itself would
+                n, _ = topics.validate_create(t.name, t.num_partitions, t.replication_factor, configs,
+                                              t.assignments)
+                quota.record(n, _now_ms())
             n = topics.create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments).partitions
             cfg = topics.validate_configs(configs)
         if ctx.version >= 5:
@@ -123,6 +135,7 @@ def handle_delete_topics(ctx, req):
     answers the zero id, as Kafka for a topic created without one), so a topic asked by id is
     UNKNOWN_TOPIC_ID, and one asked by name is answered with the zero id."""
     cls = ctx.codec.api.response
+    quota = mutation_quota(ctx)
 
     def delete(t):
         if ctx.version >= 6:
@@ -133,6 +146,10 @@ def handle_delete_topics(ctx, req):
             if t.name is None:
                 raise errors.InvalidRequestError("a topic to delete needs a name or an id")
         require_topic(ctx, AclOperation.DELETE, t.name)
+        if quota.bounded:
+            info = ctx.broker.topics.get(t.name)
+            if info is not None:        # (an unknown topic is answered as such, uncharged)
+                quota.record(info.partitions, _now_ms())
         ctx.broker.topics.delete(t.name)
 
     entries = req.topics if ctx.version >= 6 else [_TopicName(n, UUID_ZERO) for n in req.topic_names]
@@ -140,6 +157,10 @@ def handle_delete_topics(ctx, req):
         cls.Responses(name=t.name, topic_id=t.topic_id if t.name is None else UUID_ZERO,
                       error_code=code, error_message=msg)
         for t, code, msg in _each_topic(entries, lambda t: t.name if t.name is not None else t.topic_id, delete)])
+
+
+def _now_ms() -> float:
+    return time.monotonic() * 1000.0
 
 
 class _TopicName(NamedTuple):
@@ -151,6 +172,7 @@ class _TopicName(NamedTuple):
 def handle_create_partitions(ctx, req):
     topics = ctx.broker.topics
     cls = ctx.codec.api.response
+    quota = mutation_quota(ctx)
 
     def grow(t):
         require_topic(ctx, AclOperation.ALTER, t.name)
@@ -159,6 +181,8 @@ def handle_create_partitions(ctx, req):
             me = ctx.broker.broker_id
             if any(list(a.broker_ids) != [me] for a in t.assignments):
                 raise errors.InvalidReplicaAssignmentError(f"every new partition must be on broker {me}")
+        if quota.bounded and not req.validate_only:
+            quota.record(t.count - topics.validate_add_partitions(t.name, t.count).partitions, _now_ms())
         topics.add_partitions(t.name, t.count, validate_only=req.validate_only)
 
     return cls(throttle_time_ms=0, results=[
