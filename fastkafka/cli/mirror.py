@@ -16,6 +16,7 @@ import sys
 
 from fastkafka.client.tools import ToolError, parse_pairs, run
 from fastkafka.config import load_properties
+from fastkafka.metrics_http import MetricsError
 from fastkafka.mirror import DEFAULT_GROUP, Mirror, apply_offsets, translate_offsets
 from fastkafka.mirror.checkpoints import EMIT_CHECKPOINTS_INTERVAL_S, SYNC_GROUP_OFFSETS_INTERVAL_S
 from fastkafka.mirror.naming import checkpoints_topic, offset_syncs_topic
@@ -30,6 +31,8 @@ EPILOG = f"""examples:
   fastkafka mirror --source b:9092 --target a:9092 --source-alias B --target-alias A --prefix-topics
   fastkafka mirror --source dc1:9092 --target dc2:9092 --whitelist 'orders.*' --source-alias dc1 \\
       --emit-checkpoints-interval 10 --checkpoint-groups 'billing|audit.*' --sync-group-offsets
+  fastkafka mirror --source dc1:9093 --target dc2:9092 --topics orders --metrics-port 9404 \
+      --source-config-file dc1-sasl-ssl.properties --target-config-file dc2-ssl.properties
   fastkafka mirror translate-offsets --target dc2:9092 --source-alias dc1 --group billing
   fastkafka mirror translate-offsets --target dc2:9092 --source-alias dc1 --group billing --execute
 
@@ -58,8 +61,12 @@ commits those positions on the target itself, every --sync-group-offsets-interva
 each group that has no members there and only forward of what it committed there.
 
 A progress line (records/s, MB/s, lag per topic) goes to stderr every --progress-interval
-seconds. SIGTERM or Ctrl-C stops cleanly: what was copied is committed. All state is in the two
-clusters: run it again to resume. Exit status 1 on an error (restart it: it resumes)."""
+seconds; with --metrics-port, Prometheus metrics are served too (MirrorMaker 2's names as the JMX
+exporter spells them: kafka_connect_mirror_mirrorsourceconnector_record_count_total, ...; and
+fastkafka_mirror_lag per partition, offset syncs, checkpoints, transactions).
+SIGTERM or Ctrl-C stops cleanly: what was copied is committed. All state is in the two clusters:
+run it again to resume. Exit status 1 on an error (restart it: it resumes), and on wrong
+credentials or an untrusted certificate at once (retrying cannot mend them)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,6 +119,11 @@ def _parser() -> argparse.ArgumentParser:
                         "(MM2's sync.group.offsets.enabled)")
     p.add_argument("--sync-group-offsets-interval", type=float, default=SYNC_GROUP_OFFSETS_INTERVAL_S, metavar="S",
                    help=f"seconds between group offset syncs (default {SYNC_GROUP_OFFSETS_INTERVAL_S:g})")
+    p.add_argument("--metrics-port", type=int, metavar="PORT",
+                   help="serve Prometheus metrics on http://HOST:PORT/metrics (MirrorMaker 2's: records, bytes, "
+                        "record age, replication latency, lag per partition; needs pip install 'fastkafka[metrics]')")
+    p.add_argument("--metrics-host", default="0.0.0.0", metavar="HOST",
+                   help="the interface of --metrics-port (default: all)")
     p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return p
 
@@ -188,7 +200,26 @@ def _run(args) -> int:
               "bootstrap.servers": args.source}
     target = {**_props(args.target_config, args.target_config_file, "--target-config"),
               "bootstrap.servers": args.target}
-    mirror = Mirror(
+    try:
+        mirror = _mirror(args, source, target)
+    except MetricsError as e:
+        raise ToolError(str(e)) from None
+
+    def on_signal(signum, _frame):
+        logging.getLogger("fastkafka.mirror").info("%s: stopping", signal.Signals(signum).name)
+        mirror.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        mirror.run()
+    except MetricsError as e:
+        raise ToolError(str(e)) from None
+    return 0
+
+
+def _mirror(args, source: dict, target: dict) -> Mirror:
+    return Mirror(
         source, target, topics=[t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None,
         whitelist=args.whitelist, blacklist=args.blacklist, group=args.group,
         num_streams=args.num_streams, source_alias=args.source_alias, target_alias=args.target_alias,
@@ -199,16 +230,8 @@ def _run(args) -> int:
         progress=lambda line: print(line, file=sys.stderr, flush=True),
         emit_offset_syncs=not args.no_offset_syncs, offset_lag_max=args.offset_lag_max,
         emit_checkpoints_interval_s=args.emit_checkpoints_interval, checkpoint_groups=args.checkpoint_groups,
-        sync_group_offsets_interval_s=args.sync_group_offsets_interval if args.sync_group_offsets else 0.0)
-
-    def on_signal(signum, _frame):
-        logging.getLogger("fastkafka.mirror").info("%s: stopping", signal.Signals(signum).name)
-        mirror.stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    mirror.run()
-    return 0
+        sync_group_offsets_interval_s=args.sync_group_offsets_interval if args.sync_group_offsets else 0.0,
+        metrics_port=args.metrics_port, metrics_host=args.metrics_host)
 
 
 def _translate(args) -> int:

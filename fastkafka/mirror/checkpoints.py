@@ -151,8 +151,8 @@ def _translated(store: SyncStore, selector: TopicSelector, group: str, committed
 
 class Checkpointer(threading.Thread):
     """The running mirror's checkpoint emitter. ``context`` provides ``source_config``,
-    ``target_config``, ``target_props``, ``group`` (never checkpointed), ``selector`` and
-    ``source_alias``; ``groups``: a regex of the groups to checkpoint (None: all)."""
+    ``target_config``, ``target_props``, ``group`` (never checkpointed), ``selector``,
+    ``source_alias`` and ``metrics`` (None: off); ``groups``: a regex of the groups to checkpoint (None: all)."""
 
     def __init__(self, context, interval_s: float, groups: str | None = None, sync_interval_s: float = 0.0):
         super().__init__(name="fastkafka-mirror-checkpoints", daemon=True)
@@ -209,6 +209,7 @@ class Checkpointer(threading.Thread):
         read_syncs(syncs, store)
         if not store.syncs:
             return
+        began = time.monotonic()     # the round translates now: its checkpoints' latency starts
         out = []
         for group in sorted({g for g, _protocol in source.list_groups()}):
             if not self.wanted(group):
@@ -227,6 +228,8 @@ class Checkpointer(threading.Thread):
             topic = checkpoints_topic(self.context.source_alias)
             ts = int(time.time() * 1000)
             producer.send([ProducerData(topic, cp.key(), [cp.value()], partition=0, timestamp=ts) for cp in out])
+            if self.context.metrics is not None:
+                self.context.metrics.checkpointed(len(out), time.monotonic() - began)
             for cp in out:
                 last[cp.group, cp.topic, cp.partition] = cp
             self.emitted += len(out)

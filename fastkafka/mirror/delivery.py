@@ -89,6 +89,7 @@ class AtLeastOnce:
     target acknowledged them."""
 
     exactly_once = False
+    transactions = 0        # none: see ExactlyOnce
 
     def __init__(self, member: GroupMember, target: dict, syncs: SyncTracker | None = None):
         self.member = member
@@ -179,6 +180,7 @@ class ExactlyOnce:
         self.open: dict[tuple[str, int], int] = {}       # source tp -> position in the open txn
         self.committed: dict[tuple[str, int], int] = {}
         self.source_committed: dict[tuple[str, int], int] = {}
+        self.transactions = 0       # committed (for the metrics)
 
     def start(self, tps) -> dict[tuple[str, int], int]:
         """Fence every earlier owner of ``tps``, then read their positions from the target
@@ -227,6 +229,7 @@ class ExactlyOnce:
             for tp, offset in done.items():
                 del self.open[tp]
                 self.committed[tp] = offset
+            self.transactions += len(done)
             self._mirror_to_source(done)
             if self.syncs is not None:
                 self.syncs.commit()

@@ -28,7 +28,9 @@ from fastkafka import errors
 
 from .checkpoints import EMIT_CHECKPOINTS_INTERVAL_S, Checkpointer
 from .convert import Route
+from .fatal import FATAL
 from .internal import ensure_topic
+from .metrics import MirrorMetrics
 from .naming import TopicSelector, checkpoints_topic, offset_syncs_topic
 from .progress import lag_by_topic, progress_line
 from .stream import Stream
@@ -70,6 +72,10 @@ class Mirror:
     :func:`fastkafka.mirror.translate_offsets`. ``sync_group_offsets_interval_s`` (0: off, as
     MM2's ``sync.group.offsets.enabled``) commits the checkpoints for the groups on the target
     while they have no members there (see :mod:`fastkafka.mirror.checkpoints`).
+    Prometheus metrics (MirrorMaker 2's, see :mod:`fastkafka.mirror.metrics`): ``metrics_port``
+    (None: off; 0: an ephemeral port, then ``metrics_endpoint.port``) on ``metrics_host``, served
+    while :meth:`run` runs; needs ``pip install 'fastkafka[metrics]'`` (else
+    :class:`~fastkafka.metrics_http.MetricsError` here).
 
     Example (two one-broker clusters, ``dc1`` mirrored into ``dc2``)::
 
@@ -112,7 +118,8 @@ class Mirror:
                  progress_interval_s: float = 5.0, progress: Callable[[str], None] | None = None,
                  emit_offset_syncs: bool = True, offset_lag_max: int = OFFSET_LAG_MAX,
                  emit_checkpoints_interval_s: float = EMIT_CHECKPOINTS_INTERVAL_S,
-                 checkpoint_groups: str | None = None, sync_group_offsets_interval_s: float = 0.0):
+                 checkpoint_groups: str | None = None, sync_group_offsets_interval_s: float = 0.0,
+                 metrics_port: int | None = None, metrics_host: str = "0.0.0.0"):
         if num_streams < 1:
             raise ValueError("num_streams must be at least 1")
         if offset_lag_max < 0:
@@ -143,6 +150,11 @@ class Mirror:
         self.sync_group_offsets_s = sync_group_offsets_interval_s
         if checkpoint_groups:
             re.compile(checkpoint_groups)       # a bad regex fails now
+        self.metrics: MirrorMetrics | None = None       # this run's counts (metrics on)
+        self.metrics_endpoint = None
+        if metrics_port is not None:    # built now: a missing prometheus_client fails before anything starts
+            from .metrics_export import MirrorMetricsEndpoint   # noqa: PLC0415 (needs prometheus_client)
+            self.metrics_endpoint = MirrorMetricsEndpoint(self, metrics_host, metrics_port, "--metrics-port")
         self.sync_writer: SyncWriter | None = None
         self.checkpointer: Checkpointer | None = None
         self.streams: list[Stream] = []
@@ -155,6 +167,9 @@ class Mirror:
     def run(self) -> None:
         """Mirror until :meth:`stop` (or an error, which is raised after a clean shutdown)."""
         self._stop.clear()
+        if self.metrics_endpoint is not None:
+            self.metrics = MirrorMetrics()
+            self.metrics_endpoint.start()
         source, target = AdminClient(self.source_config), AdminClient(self.target_config)
         sync = TopicSync(source, target, self.selector, replication_factor=self.replication_factor)
         try:
@@ -193,6 +208,8 @@ class Mirror:
                 self.checkpointer = None
             source.close()
             target.close()
+            if self.metrics_endpoint is not None:
+                self.metrics_endpoint.stop()
 
     def stop(self) -> None:
         """Make :meth:`run` return (after committing); safe from any thread."""
@@ -233,6 +250,8 @@ class Mirror:
     def _sync(self, sync: TopicSync, configs: bool) -> None:
         try:
             routes = sync.refresh(configs)
+        except FATAL:
+            raise
         except Exception as e:   # noqa: BLE001 - a cluster away for a while: keep mirroring
             log.warning("topic refresh failed: %s", e)
             return

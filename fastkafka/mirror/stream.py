@@ -31,6 +31,7 @@ from fastkafka.client.group_member import GroupMember
 from fastkafka.client.metadata import Cluster
 
 from .convert import Converted
+from .fatal import FATAL
 from .delivery import AtLeastOnce, ExactlyOnce
 from .prefetch import Prefetcher
 from .progress import Stats
@@ -47,12 +48,14 @@ class Stream(threading.Thread):
     ``target_props`` (dict), ``group``, ``selector`` (TopicSelector), ``exactly_once``,
     ``commit_interval_ms``, ``routes()`` -> ``(version, {source topic: Route})``, and
     ``sync_writer`` (a :class:`~fastkafka.mirror.syncs.SyncWriter`, or None: no offset syncs)
-    with ``offset_lag_max``."""
+    with ``offset_lag_max``, and ``metrics`` (a :class:`~fastkafka.mirror.metrics.MirrorMetrics`,
+    or None: metrics off)."""
 
     def __init__(self, context, index: int):
         super().__init__(name=f"fastkafka-mirror-{index}", daemon=True)
         self.context = context
         self.stats = Stats()
+        self.metrics = context.metrics.stream() if context.metrics is not None else None
         self.error: BaseException | None = None
         self._stop_event = threading.Event()
         c = context.source_config
@@ -107,6 +110,8 @@ class Stream(threading.Thread):
                     self.delivery.commit()
                     next_commit = now + commit_every
                 next_hb = self._heartbeat(next_hb)
+            except FATAL:
+                raise
             except errors.KafkaError as e:
                 log.warning("stream %s: %s: %s; resuming from the last commit", self.name, type(e).__name__, e)
                 self.prefetcher.pause()
@@ -129,7 +134,12 @@ class Stream(threading.Thread):
                     prev.records + part.records, prev.bytes + part.bytes,
                     None if prev.offsets is None or part.offsets is None else prev.offsets + part.offsets)
             lag.update(item.lag)
-        self.delivery.send(list(parts.values()))
+        if self.metrics is None:
+            self.delivery.send(list(parts.values()))
+        else:
+            sent = int(time.time() * 1000)
+            self.delivery.send(list(parts.values()))
+            self.metrics.delivered(parts.values(), sent, int(time.time() * 1000))
         self.stats.add(sum(p.records for p in parts.values()), sum(p.bytes for p in parts.values()), lag)
 
     def _heartbeat(self, due: float) -> float:

@@ -25,23 +25,19 @@ Example (a broker with metrics on an ephemeral port)::
 """
 from __future__ import annotations
 
-import logging
-
 from fastkafka import protocol as P
+from fastkafka.metrics_http import MetricsEndpoint, MetricsError
 
 from .metrics import LOCAL, QUEUE, REMOTE, SEND, TIME_BUCKETS, TOTAL, BrokerMetrics
 from .partition import LEADER
 
 try:
-    from prometheus_client import CollectorRegistry, start_http_server
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
     from prometheus_client.core import SummaryMetricFamily
-except ImportError:    # the broker turns this into a start-up error naming the extra
-    CollectorRegistry = None
+except ImportError:    # MetricsEndpoint turns this into a start-up error naming the extra
+    pass
 
 __all__ = ["MetricsExporter", "MetricsError"]
-
-log = logging.getLogger("fastkafka.server")
 
 _TOPIC_COUNTERS = (  # TopicCounts attribute -> metric suffix, help
     ("messages_in", "messagesin", "Records appended by this broker as leader."),
@@ -59,10 +55,6 @@ _TIME_PARTS = ((TOTAL, "totaltime", "Request time from frame read to the respons
                (REMOTE, "remotetime", "Time a request waited in a purgatory (long poll, acks=all)."),
                (SEND, "responsesendtime", "Time from response queued to its last byte written."))
 _BOUNDS = [repr(b) for b in TIME_BUCKETS] + ["+Inf"]
-
-
-class MetricsError(RuntimeError):
-    """The metrics endpoint cannot start (library missing, port busy); the message says why."""
 
 
 class _BrokerCollector:
@@ -191,34 +183,8 @@ class _BrokerCollector:
         yield fam
 
 
-class MetricsExporter:
-    """The HTTP endpoint (prometheus_client's server on its own thread) for one broker."""
+class MetricsExporter(MetricsEndpoint):
+    """The HTTP endpoint (:class:`~fastkafka.metrics_http.MetricsEndpoint`) for one broker."""
 
     def __init__(self, broker, metrics: BrokerMetrics, host: str, port: int):
-        if CollectorRegistry is None:
-            raise MetricsError("metrics.port is set but prometheus_client is not installed: "
-                               "pip install 'fastkafka[metrics]'")
-        self.registry = CollectorRegistry(auto_describe=False)   # per broker: tests run several
-        self.registry.register(_BrokerCollector(broker, metrics))
-        self._host, self._port = host, port
-        self._server = self._thread = None
-
-    def start(self) -> None:
-        try:
-            self._server, self._thread = start_http_server(self._port, self._host, self.registry)
-        except OSError as e:
-            raise MetricsError(f"cannot serve metrics on {self._host or '0.0.0.0'}:{self._port} "
-                               f"(metrics.port): {e.strerror or e}") from None
-        log.info("metrics on http://%s:%d/metrics", self._host or "0.0.0.0", self.port)
-
-    @property
-    def port(self) -> int:
-        """The bound port (useful with ``metrics.port=0``)."""
-        return self._server.server_port
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join(5)
-            self._server = None
+        super().__init__(_BrokerCollector(broker, metrics), host, port, "metrics.port")
