@@ -48,6 +48,17 @@ def _props(cluster: str | dict, defaults: dict) -> dict:
     return {**defaults, **props}
 
 
+def _let_in(side: str, admin: AdminClient, config: ClientConfig) -> None:
+    """Fail now, naming the cluster, when it does not let the mirror in (see :mod:`.fatal`); any
+    other error is left to the retries."""
+    try:
+        admin.list_topics()
+    except FATAL as e:
+        raise type(e)(f"the {side} cluster ({','.join(config['bootstrap.servers'])}) refused the mirror: {e}") from None
+    except errors.KafkaError:
+        pass
+
+
 class Mirror:
     """Copies the selected topics of ``source`` to ``target`` until :meth:`stop`.
 
@@ -173,6 +184,8 @@ class Mirror:
         source, target = AdminClient(self.source_config), AdminClient(self.target_config)
         sync = TopicSync(source, target, self.selector, replication_factor=self.replication_factor)
         try:
+            for side, admin, config in (("source", source, self.source_config), ("target", target, self.target_config)):
+                _let_in(side, admin, config)
             self._sync(sync, configs=False)
             self._start_translation(target)
             self.streams = [Stream(self, i) for i in range(self.num_streams)]
