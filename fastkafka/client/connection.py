@@ -11,6 +11,15 @@ on our side). A response is read with ``recv_into`` into one buffer of the frame
 record fields decode as memoryviews of that buffer, so fetched batches are never copied in
 Python.
 
+Re-authentication (KIP-368): when the broker answers SaslAuthenticate (v1+) with a
+``session_lifetime_ms``, the connection authenticates again on the same socket before that
+lifetime ends -- at a random point between 85% and 95% of it, as Kafka's clients do, so that
+clients started together do not all re-authenticate at once -- else the broker (with
+``connections.max.reauth.ms``) closes it at its next request. It happens in :meth:`send`, never
+with a request in flight: the answers of requests still in flight are read first and kept for
+:meth:`receive`, which hands them out in order as if nothing had happened. An idle connection
+re-authenticates at its next send (the broker lets SASL requests through a lapsed session).
+
 Not thread-safe: one thread at a time (callers hold a lock or own the connection).
 
 Example::
@@ -23,9 +32,11 @@ Example::
 from __future__ import annotations
 
 import collections
+import random
 import socket
 import ssl
 import struct
+import time
 
 from fastkafka import errors
 from fastkafka import protocol as P
@@ -93,6 +104,10 @@ class BrokerConnection:
         self._sock: socket.socket | None = None
         self._corr = 0
         self._in_flight: collections.deque = collections.deque()  # (corr, api, version)
+        self._ready: collections.deque = collections.deque()      # answers read early (re-authentication)
+        self.reauthenticate_at = 0.0      # time.monotonic() of the next re-authentication (0: never)
+        self.reauthentications = 0
+        self._reauthenticating = False
 
     def __repr__(self):
         return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
@@ -109,7 +124,8 @@ class BrokerConnection:
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        """Requests sent whose answers the caller has not received yet."""
+        return len(self._in_flight) + len(self._ready)
 
     def connect(self) -> "BrokerConnection":
         """Open the socket and negotiate versions. Raises :class:`ConnectionError_`."""
@@ -145,15 +161,39 @@ class BrokerConnection:
             self.ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
             self.versions = negotiate(self.ranges)
             if self.security is not None:
-                self.security.authenticate(self)
+                self._authenticate()
         except BaseException:
             self.close()
             raise
         return self
 
+    def _authenticate(self) -> None:
+        started = time.monotonic()
+        lifetime_ms = self.security.authenticate(self)
+        # measured from before the exchange: the broker's clock for the session starts later
+        self.reauthenticate_at = (started + lifetime_ms / 1000.0 * random.uniform(0.85, 0.95)
+                                  if lifetime_ms > 0 else 0.0)
+
+    def _reauthenticate(self) -> None:
+        """Authenticate again with nothing in flight (their answers are kept for receive())."""
+        self.reauthenticate_at = 0.0        # (the exchange's own requests come through send())
+        while self._in_flight:
+            self._ready.append(self._receive_one())
+        self._reauthenticating = True
+        try:
+            self._authenticate()
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            self._reauthenticating = False
+        self.reauthentications += 1
+
     def close(self) -> None:
         sock, self._sock = self._sock, None
         self._in_flight.clear()
+        self._ready.clear()
+        self.reauthenticate_at = 0.0
         if sock is not None:
             try:
                 sock.close()
@@ -177,6 +217,8 @@ class BrokerConnection:
         Produce with acks=0, which the broker never answers."""
         if self._sock is None:
             self.connect()
+        elif self.reauthenticate_at and time.monotonic() >= self.reauthenticate_at:
+            self._reauthenticate()
         v = self.version(api_key) if version is None else version
         self._corr = (self._corr + 1) & 0x7FFFFFFF
         frame = P.encode_request(api_key, v, self._corr, obj, self.client_id)
@@ -190,7 +232,12 @@ class BrokerConnection:
         return self._corr
 
     def receive(self):
-        """Read the oldest in-flight request's response and decode it."""
+        """The oldest in-flight request's response, decoded."""
+        if self._ready:
+            return self._ready.popleft()
+        return self._receive_one()
+
+    def _receive_one(self):
         corr, api_key, v = self._in_flight[0]
         payload = self._read_frame()
         self._in_flight.popleft()
@@ -205,8 +252,10 @@ class BrokerConnection:
         """Send and wait for the answer (earlier pipelined answers must be received first)."""
         self.send(api_key, obj, version)
         while len(self._in_flight) > 1:
-            self.receive()  # only when a caller abandoned pipelined requests; drop them
-        return self.receive()
+            self._receive_one()  # only when a caller abandoned pipelined requests; drop them
+        if not self._reauthenticating:
+            self._ready.clear()  # (those too; while re-authenticating they are the caller's)
+        return self._receive_one()
 
     def _read_frame(self) -> memoryview:
         size = _SIZE.unpack(self._recv_exact(4))[0]

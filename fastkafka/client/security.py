@@ -4,7 +4,9 @@ with Kafka's (Java client's) property names, and librdkafka's spellings as alias
 ``SSL``/``SASL_SSL`` wrap the socket in TLS (the broker checked against
 ``ssl.truststore.location``, its host name too unless ``ssl.endpoint.identification.algorithm``
 is empty); ``SASL_*`` then authenticate with SaslHandshake v1 + SaslAuthenticate (PLAIN,
-SCRAM-SHA-256, SCRAM-SHA-512) right after ApiVersions, as Kafka's clients do.
+SCRAM-SHA-256, SCRAM-SHA-512) right after ApiVersions, as Kafka's clients do, and again on the
+same connection before the session lifetime the broker answers runs out (KIP-368,
+:class:`fastkafka.client.connection.BrokerConnection`).
 
 Example::
 
@@ -73,29 +75,31 @@ class ClientSecurity:
             return sock
         return self.ssl_context.wrap_socket(sock, server_hostname=host)  # ssl.SSLError: an OSError
 
-    def authenticate(self, conn) -> None:
-        """The SASL exchange on a connection that has just negotiated ApiVersions."""
+    def authenticate(self, conn) -> int:
+        """The SASL exchange on a connection that has just negotiated ApiVersions (or is
+        re-authenticating); returns the broker's ``session_lifetime_ms`` (0: unlimited)."""
         if self.mechanism is None:
-            return
+            return 0
         resp = conn.request(ApiKey.SASL_HANDSHAKE, {"mechanism": self.mechanism}, version=1)
         if resp.error_code:
             raise errors.for_code(resp.error_code)(
                 f"the broker does not offer SASL mechanism {self.mechanism} (it offers "
                 f"{', '.join(resp.mechanisms) or 'none'})")
         if self.mechanism == "PLAIN":
-            self._exchange(conn, PlainClient(self.username, self.password).first_message())
-            return
+            return self._exchange(conn, PlainClient(self.username, self.password).first_message())[1]
         scram = ScramClient(self.mechanism, self.username, self.password)
-        server_first = self._exchange(conn, scram.first_message())
+        server_first = self._exchange(conn, scram.first_message())[0]
         try:
-            server_final = self._exchange(conn, scram.step(server_first))
+            server_final, lifetime_ms = self._exchange(conn, scram.step(server_first))
             scram.verify_server_final(server_final)
         except AuthenticationFailed as e:
             raise errors.SaslAuthenticationFailedError(str(e)) from None
+        return lifetime_ms
 
     @staticmethod
-    def _exchange(conn, token: bytes) -> bytes:
+    def _exchange(conn, token: bytes) -> tuple[bytes, int]:
+        """One SaslAuthenticate round: the broker's token and session_lifetime_ms (v1+, else 0)."""
         resp = conn.request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
         if resp.error_code:
             raise errors.for_code(resp.error_code)(resp.error_message or "SASL authentication failed")
-        return bytes(resp.auth_bytes)
+        return bytes(resp.auth_bytes), getattr(resp, "session_lifetime_ms", 0) or 0

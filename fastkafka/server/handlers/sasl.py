@@ -61,6 +61,9 @@ def handle_sasl_authenticate(ctx, req):
             error_code=e.code, auth_bytes=b"",
             error_message=e.client_message(session.mechanism, reauthentication=reauthentication)))
     lifetime = session.lifetime_ms() if session.authenticator is None else 0
+    if reauthentication and session.authenticator is None:
+        log.info("%s: %s re-authenticated (SASL %s), session lifetime %d ms", ctx.request.connection_id,
+                 session.principal, session.mechanism, lifetime)
     return ctx.response(error_code=0, auth_bytes=reply, session_lifetime_ms=lifetime)
 
 
