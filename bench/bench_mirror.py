@@ -13,7 +13,11 @@ committed (exactly-once: the mirror group's offsets on the target). The source i
 each mirror's target topic is deleted after its run (the target would otherwise grow by the whole
 topic every run). The figures swing between runs on this VM (DESIGN §9): compare within a round.
 
-    python bench/bench_mirror.py [--rounds 3] [--mb 128]
+With ``--metrics`` it measures what the Prometheus metrics cost instead (``metrics_port``): the
+at-least-once mirror with metrics off and on, alternating which goes first, each round's ratio
+on/off and their median (one scrape after each metered run checks that every record was counted).
+
+    python bench/bench_mirror.py [--rounds 3] [--mb 128] [--metrics]
 """
 from __future__ import annotations
 
@@ -101,11 +105,12 @@ def confluent_consume(source: str, topic: str, n: int) -> float:
     return (n - first[1]) / took
 
 
-def mirror_copy(source: str, target: str, topic: str, n: int, exactly_once: bool) -> float:
+def mirror_copy(source: str, target: str, topic: str, n: int, exactly_once: bool, metrics: bool = False) -> float:
     """records/s of a mirror copying ``topic`` to a fresh prefixed topic of the target."""
     alias = f"r{uuid.uuid4().hex[:8]}"
     m = Mirror(source, target, topics=[topic], source_alias=alias, prefix_topics=True,
-               exactly_once=exactly_once, progress_interval_s=0)
+               exactly_once=exactly_once, progress_interval_s=0, metrics_port=0 if metrics else None,
+               metrics_host="127.0.0.1")
     runner = threading.Thread(target=m.run)
     runner.start()
     admin = AdminClient({"bootstrap.servers": target})
@@ -122,6 +127,8 @@ def mirror_copy(source: str, target: str, topic: str, n: int, exactly_once: bool
             if first is None and copied:      # the clock starts at the first copy on the target
                 first = (now, copied)
             if done >= n:
+                if metrics:
+                    _check_counted(m, n)
                 return (n - first[1]) / (now - first[0])
             if not runner.is_alive():
                 raise RuntimeError("the mirror stopped before copying everything")
@@ -135,10 +142,37 @@ def mirror_copy(source: str, target: str, topic: str, n: int, exactly_once: bool
             admin.close()
 
 
+def _check_counted(m: Mirror, n: int) -> None:
+    """One scrape: the metered mirror counted every record (the figure is not of a broken meter)."""
+    import urllib.request
+    text = urllib.request.urlopen(f"http://127.0.0.1:{m.metrics_endpoint.port}/metrics", timeout=10).read().decode()
+    counted = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                  if line.startswith("kafka_connect_mirror_mirrorsourceconnector_record_count_total{"))
+    if counted != n:
+        raise RuntimeError(f"the metrics counted {counted:.0f} records of {n}")
+
+
+def metrics_cost(source: str, target: str, topic: str, n: int, rounds: int, label: str) -> None:
+    """The at-least-once mirror with metrics off and on, alternating; ratio on/off per round."""
+    runs = {"off": lambda: mirror_copy(source, target, topic, n, False),
+            "on": lambda: mirror_copy(source, target, topic, n, False, metrics=True)}
+    ratios = []
+    for r in range(rounds):
+        got = {}
+        for name in (("off", "on") if r % 2 == 0 else ("on", "off")):
+            got[name] = runs[name]()
+        ratios.append(got["on"] / got["off"])
+        print(f"  {label} round {r}: metrics off {got['off']:,.0f}, on {got['on']:,.0f} records/s, "
+              f"on/off {ratios[-1]:.3f}", flush=True)
+    print(f"{label}: metrics on/off median {statistics.median(ratios):.3f} "
+          f"(min {min(ratios):.3f}, max {max(ratios):.3f}, {rounds} rounds)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--mb", type=int, default=128, help="MB of records per fill")
+    ap.add_argument("--metrics", action="store_true", help="the cost of the Prometheus metrics (on vs off)")
     args = ap.parse_args()
     n = args.mb * 1_000_000 // VALUE
     print(f"{n} records of {VALUE} B in {PARTS} partitions, {args.rounds} rounds; records/s")
@@ -148,6 +182,9 @@ def main() -> None:
             topic = f"src-{batch_size}"
             fill(source, topic, n, batch_size)
             fetcher_consume(source, topic, n)          # warm the page cache
+            if args.metrics:
+                metrics_cost(source, target, topic, n, args.rounds, label)
+                continue
             runs = {
                 "consume (fastkafka)": lambda: fetcher_consume(source, topic, n),
                 "consume (confluent)": lambda: confluent_consume(source, topic, n),
