@@ -12,6 +12,9 @@ whatever its size (so a topic larger than the burst can be created at all). Olde
 *permissive* quota: every mutation is done and the response is throttled (sent late, or the
 connection muted for the clients that back off themselves) until the bucket is back at zero.
 
+Topics a Metadata request auto-creates are charged too, permissively, but that response is not
+throttled for them (Kafka's ``KafkaApis``): they only leave less for the client's next mutations.
+
 A topic is charged after every other check passed and just before it is changed (a failed or
 ``validate_only`` topic costs nothing), as Kafka's ``ZkAdminManager`` does.
 
@@ -32,7 +35,7 @@ from __future__ import annotations
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
 
-__all__ = ["ControllerMutationQuota", "UNBOUNDED", "STRICT_SINCE", "mutation_quota"]
+__all__ = ["ControllerMutationQuota", "UNBOUNDED", "STRICT_SINCE", "mutation_quota", "record_auto_creation"]
 
 #: the first version of each API that is refused over the quota rather than throttled
 STRICT_SINCE = {ApiKey.CREATE_TOPICS: 6, ApiKey.CREATE_PARTITIONS: 3, ApiKey.DELETE_TOPICS: 5}
@@ -91,3 +94,9 @@ def mutation_quota(ctx):
     if ctx.quota is None:
         return UNBOUNDED
     return ctx.quota.controller_mutation(ctx.version >= STRICT_SINCE[ctx.header.api_key])
+
+
+def record_auto_creation(ctx, partitions: int) -> None:
+    """Charge the partitions of a topic the request ``ctx`` auto-created (never refused)."""
+    if ctx.quota is not None:
+        ctx.quota.record_mutations(partitions)

@@ -263,6 +263,13 @@ class RequestQuota:
         """The handler parked the request (a long-polling fetch): its time stops here."""
         self.handler_s = time.monotonic() - self.started
 
+    def record_mutations(self, partitions: int) -> None:
+        """Charge partitions created on the side (auto-creation), leaving this response alone."""
+        mutations = self.quotas.mutation
+        if mutations.enabled:
+            now_ms = time.monotonic() * 1000.0
+            mutations.sensor(self.user, self.client_id, now_ms).record(partitions, now_ms)
+
     def _request_throttle(self, now: float) -> int:
         qtype = self.quotas.request
         if not qtype.enabled:

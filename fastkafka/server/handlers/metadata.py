@@ -9,7 +9,9 @@ client retry).
 
 With an authorizer, "all topics" lists only those the principal may DESCRIBE; a named topic it
 may not describe answers TOPIC_AUTHORIZATION_FAILED (existing or not), and auto-creation needs
-CREATE on the cluster or on the topic (Kafka's KafkaApis).
+CREATE on the cluster or on the topic (Kafka's KafkaApis). An auto-created topic's partitions
+are charged to the client's controller mutation quota (KIP-599) without refusing or throttling
+this response: the client's next CreateTopics finds the bucket that much emptier.
 
 Cluster mode (``zookeeper.connect``): the brokers are every registered broker, the controller is
 the elected one, and each partition carries the leader, replicas and ISR the controller wrote; a
@@ -32,6 +34,7 @@ from fastkafka.cluster.embedded import validate_topic_name
 from fastkafka.protocol.types import UUID_ZERO
 
 from ..authorizer import CLUSTER_NAME, TOPIC, AclOperation, ResourceType
+from ..mutation_quota import record_auto_creation
 from ..topics import EMBEDDED_LEADER_EPOCH, INTERNAL_TOPICS
 
 __all__ = ["handle_metadata", "live_brokers"]
@@ -136,6 +139,8 @@ def handle_metadata(ctx, req):
                 if allow_create:
                     try:
                         info = topics.auto_create(name)
+                        if info is not None:
+                            record_auto_creation(ctx, info.partitions)
                     except errors.KafkaError as e:
                         out_topics.append(resp_cls.Topics(error_code=e.code, name=name, partitions=[]))
                         continue
