@@ -104,7 +104,7 @@ class _Gen:
         return fn
 
     def _gen_decoder(self, s: Struct, v: int, flex: bool):
-        ns = {"_C": s.cls, "_PE": T.ProtocolError, "_MISSING": _MISSING, "_short": T._short,
+        ns = {"_C": s.cls, "_PE": T.ProtocolError, "_MISSING": _MISSING, "_short": T.too_short,
               "_rlen": T.read_clen if flex else T.read_len32,
               "_rtags": T.read_tagged_fields, "_skip": T.skip_tagged_fields}
         body, run, known = [], [], {}
@@ -235,7 +235,7 @@ class _Gen:
                 body += ["else:", "    _wlen(out, len(x))",
                          f"    for e in x: _e{i}(e, out, regions)"]
             elif not flex and f.type == "string":
-                ns["_sh"] = T._I16
+                ns["_sh"] = T.INT16
                 body += [f"x = o.{f.name}", "if x is None:"]
                 body.append("    out += b'\\xff\\xff'" if f.nullable(v) else
                             "    raise _PE('null string in a non-nullable field')")

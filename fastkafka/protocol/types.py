@@ -33,7 +33,7 @@ from .. import errors
 
 __all__ = [
     "ProtocolError", "FramingError", "Region", "UUID_ZERO",
-    "read_uvarint", "write_uvarint", "uvarint_size", "skip_tagged_fields",
+    "read_uvarint", "write_uvarint", "uvarint_size", "skip_tagged_fields", "too_short", "INT16",
 ]
 
 
@@ -80,13 +80,15 @@ UUID_ZERO = _uuid.UUID(int=0)
 FORMATS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H",
            "float64": "d", "bool": "?"}
 SIZES = {k: struct.calcsize(">" + v) for k, v in FORMATS.items()}
-_I16 = struct.Struct(">h")
+# INT16 (a non-flexible string's length): the generated codecs inline it (codec.py)
+INT16 = _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _i16_unpack, _i16_pack = _I16.unpack_from, _I16.pack
 _i32_unpack, _i32_pack = _I32.unpack_from, _I32.pack
 
 
-def _short(what: str, need: int, have: int) -> ProtocolError:
+def too_short(what: str, need: int, have: int) -> ProtocolError:
+    """The error for a field of ``need`` bytes with only ``have`` left (generated decoders too)."""
     return ProtocolError(f"{what} needs {need} bytes, {max(have, 0)} remain")
 
 
@@ -168,7 +170,7 @@ def _make_blob_reader(read_len, nullable: bool, kind: str):
             raise ProtocolError(f"{'invalid' if nullable else 'null'} {kind} length {n}")
         end = pos + n
         if end > len(buf):
-            raise _short(kind, n, len(buf) - pos)
+            raise too_short(kind, n, len(buf) - pos)
         if kind == "string":
             return str(buf[pos:end], "utf-8"), end
         if kind == "bytes":
@@ -213,7 +215,7 @@ write_string = WRITERS["string", False, False]
 def read_uuid(buf, pos):
     end = pos + 16
     if end > len(buf):
-        raise _short("uuid", 16, len(buf) - pos)
+        raise too_short("uuid", 16, len(buf) - pos)
     return _uuid.UUID(bytes=bytes(buf[pos:end])), end
 
 
@@ -271,7 +273,7 @@ def array_count_reader(compact: bool, nullable: bool, min_size: int, what: str):
                 return None, pos
             raise ProtocolError(f"invalid length {n} of {'' if nullable else 'non-nullable '}{what}")
         if n * min_size > len(buf) - pos:
-            raise _short(f"{what}[{n}]", n * min_size, len(buf) - pos)
+            raise too_short(f"{what}[{n}]", n * min_size, len(buf) - pos)
         return n, pos
 
     return count
@@ -362,7 +364,7 @@ def read_tagged_fields(buf, pos, known: dict) -> tuple[dict, int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if end > len(buf):
-            raise _short(f"tagged field {tag}", size, len(buf) - pos)
+            raise too_short(f"tagged field {tag}", size, len(buf) - pos)
         reader = known.get(tag)
         if reader is not None:
             # Decode inside the declared size so a lying inner length cannot run past it.
