@@ -2,11 +2,10 @@
 design stack's library at the same settings (python-snappy, python-lz4, zstandard: the limit) and
 cramjam beside it, compress and decompress, MB/s of uncompressed bytes; and the two-thread
 scaling of fastkafka's decompression (~2x means the GIL is released)."""
-import threading
 
 import pytest
 from bench_codecs import codecs, payload
-from benchkit import compare, pick
+from benchkit import compare, pick, split_across_threads
 
 from fastkafka import compression
 
@@ -62,12 +61,7 @@ def test_decompress_two_threads(benchmark, codec_label):
         for _ in range(k):
             compression.decompress(cid, blob)
 
-    def two():
-        ts = [threading.Thread(target=work, args=(calls // 2,)) for _ in range(2)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+    two = split_across_threads(work, calls)
     benchmark.group = "codecs"
     compare(benchmark, two, {"one thread": lambda: work(calls)},
             what=f"decompress {codec_label} {len(data) >> 10} KiB, two threads vs one", amount=len(data) * calls,

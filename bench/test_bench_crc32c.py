@@ -3,11 +3,10 @@ hardware-accelerated C extension), the crc32c package and a memcpy of the same b
 Python call per buffer; each hardware engine forced and looped in C against a memcpy; and two
 threads against one (> 1 only if the GIL is released)."""
 import os
-import threading
 
 import pytest
 from bench_crc32c import HW_ENGINES, IMPLS, SIZES, calls_for, engine_pass
-from benchkit import compare, pick
+from benchkit import compare, pick, split_across_threads
 
 
 @pytest.mark.parametrize("label,size", SIZES, ids=[s[0].replace(" ", "") for s in SIZES])
@@ -48,12 +47,7 @@ def test_crc32c_two_threads(benchmark):
         for _ in range(n):
             fn(data)
 
-    def two():
-        ts = [threading.Thread(target=work, args=(calls // 2,)) for _ in range(2)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+    two = split_across_threads(work, calls)
     benchmark.group = "crc32c"
     compare(benchmark, two, {"one thread": lambda: work(calls)},
             what="CRC-32C 1 MiB, two threads vs one (aggregate)", amount=len(data) * calls, unit="GB/s",
