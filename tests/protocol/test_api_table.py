@@ -36,7 +36,10 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Incre
            # ListGroups v5 group types, FindCoordinator v5 (TRANSACTION_ABORTABLE understood)
            "DescribeConfigs": 4, "AlterConfigs": 2, "CreatePartitions": 3, "DeleteRecords": 2,
            "DeleteGroups": 2, "OffsetForLeaderEpoch": 4, "DescribeAcls": 3, "CreateAcls": 3,
-           "DeleteAcls": 3, "DeleteTopics": 6}
+           "DeleteAcls": 3, "DeleteTopics": 6,
+           # Produce v8 error messages (KIP-467), v9 and Fetch v12 flexible (Fetch v12: last fetched
+           # epoch and diverging epoch, KIP-320; v13's topic ids need KIP-516)
+           "Produce": 9, "Fetch": 12}
 
 
 
@@ -47,14 +50,14 @@ def test_declared_ranges_are_the_design_ranges():
 
 def test_advertised_is_a_switch_per_api():
     adv = Advertised([ApiKey.API_VERSIONS, ApiKey.PRODUCE])
-    assert adv.supports(ApiKey.PRODUCE, 7) and not adv.supports(ApiKey.PRODUCE, 8)
+    assert adv.supports(ApiKey.PRODUCE, 9) and not adv.supports(ApiKey.PRODUCE, 10)
     assert not adv.supports(ApiKey.FETCH, 0)
     adv.enable(ApiKey.FETCH, 0, 4)
     assert adv.supports(ApiKey.FETCH, 4) and not adv.supports(ApiKey.FETCH, 5)
     adv.disable(ApiKey.PRODUCE)
     assert list(adv.ranges()) == [ApiKey.FETCH, ApiKey.API_VERSIONS]
     with pytest.raises(ValueError):
-        adv.enable(ApiKey.FETCH, 0, 12)          # past what we can decode
+        adv.enable(ApiKey.FETCH, 0, 13)          # past what we can decode
     assert Advertised.everything().ranges() == SUPPORTED
 
 

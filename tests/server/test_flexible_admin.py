@@ -155,3 +155,38 @@ def test_acls_v3_round_trip_with_the_user_resource_type(broker):
     r = c.call(ApiKey.DELETE_ACLS, 3, {"filters": [flt]})
     assert [[m.resource_name for m in f.matching_acls] for f in r.filter_results] == [["User:bob"]]
     assert c.call(ApiKey.DESCRIBE_ACLS, 2, flt).resources == []
+
+
+def test_produce_v8_v9_error_message_and_fetch_v12_diverging_epoch(broker):
+    broker.topics.create("pf", 1)
+    broker.topics.create("compact", 1, configs={"cleanup.policy": "compact"})
+    c = Raw(broker.port)
+    for v in (8, 9):
+        r = c.call(ApiKey.PRODUCE, v, {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
+            {"name": "pf", "partition_data": [{"index": 0, "records": build_batch([(None, b"v", [], 1)] * 5)}]},
+            {"name": "compact", "partition_data": [{"index": 0, "records": build_batch([(None, b"v", [], 1)])}]}]})
+        ok, refused = (t.partition_responses[0] for t in r.responses)
+        assert (ok.error_code, ok.base_offset, ok.error_message, list(ok.record_errors)) == (0, 5 * (v - 8), None, [])
+        assert refused.error_code == E.InvalidRecordError.code and "key" in refused.error_message
+    # the log's epochs: 0 from offset 0, then (as after two leader changes) 3 from offset 10
+    lg = broker.topics.log("pf", 0)
+    lg.leader_epochs.assign(3, 10)
+    produce(c, "pf", 0, 2)
+
+    def fetch(offset, last_epoch, version=12):
+        r = c.call(ApiKey.FETCH, version, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": "pf", "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                       "fetch_offset": offset, "last_fetched_epoch": last_epoch,
+                                                       "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]})
+        p = r.responses[0].partitions[0]
+        assert p.error_code == 0
+        div = p.diverging_epoch
+        return len(p.records or b""), None if div is None else (div.epoch, div.end_offset)
+    assert fetch(10, 3)[1] is None and fetch(10, 3)[0] > 0     # in step: records
+    assert fetch(8, 0)[1] is None                               # epoch 0 ends at 10, past 8
+    # a fetcher that read epoch 1 (this log never had it) up to 12: truncate to epoch 0's end
+    assert fetch(12, 1) == (0, (0, 10))
+    assert fetch(11, 0) == (0, (0, 10))                         # epoch 0 ended at 10, not 11
+    assert fetch(11, 1, version=11) == (fetch(11, -1)[0], None)    # v11 cannot ask: records

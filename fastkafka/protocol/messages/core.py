@@ -27,7 +27,7 @@ API_VERSIONS = declare(18, "ApiVersions", max_version=3, first_flexible=3, reque
     zk_migration_ready       bool    v3+  tag=3
 """)
 
-PRODUCE = declare(0, "Produce", max_version=7, first_flexible=9, request="""
+PRODUCE = declare(0, "Produce", max_version=9, first_flexible=9, request="""
     transactional_id         string  v3+  null  =null
     acks                     int16
     timeout_ms               int32
@@ -45,10 +45,15 @@ PRODUCE = declare(0, "Produce", max_version=7, first_flexible=9, request="""
         base_offset          int64   =-1
         log_append_time_ms   int64   v2+  =-1
         log_start_offset     int64   v5+  =-1
+        record_errors        []      v8+
+          batch_index        int32
+          batch_index_error_message string null =null
+        error_message        string  v8+  null  =null
     throttle_time_ms         int32   v1+
 """)
 
-FETCH = declare(1, "Fetch", max_version=11, first_flexible=12, request="""
+FETCH = declare(1, "Fetch", max_version=12, first_flexible=12, request="""
+    cluster_id               string  v12+  null  tag=0  =null
     replica_id               int32   =-1
     max_wait_ms              int32
     min_bytes                int32
@@ -62,6 +67,7 @@ FETCH = declare(1, "Fetch", max_version=11, first_flexible=12, request="""
         partition            int32
         current_leader_epoch int32   v9+  =-1
         fetch_offset         int64
+        last_fetched_epoch   int32   v12+ =-1
         log_start_offset     int64   v5+  =-1
         partition_max_bytes  int32
     forgotten_topics_data    []      v7+
@@ -80,6 +86,15 @@ FETCH = declare(1, "Fetch", max_version=11, first_flexible=12, request="""
         high_watermark       int64   =-1
         last_stable_offset   int64   v4+  =-1
         log_start_offset     int64   v5+  =-1
+        diverging_epoch      {}      v12+ tag=0  =null
+          epoch              int32   =-1
+          end_offset         int64   =-1
+        current_leader       {}      v12+ tag=1  =null
+          leader_id          int32   =-1
+          leader_epoch       int32   =-1
+        snapshot_id          {}      v12+ tag=2  =null
+          end_offset         int64   =-1
+          epoch              int32   =-1
         aborted_transactions []      v4+  null
           producer_id        int64
           first_offset       int64

@@ -1,4 +1,4 @@
-"""Fetch v0–11: file regions out of the logs, long-polled in a purgatory woken by appends.
+"""Fetch v0–12: file regions out of the logs, long-polled in a purgatory woken by appends.
 
 Per partition the log resolves ``(segment file, position, length)``; the response carries that
 region and the network processor ``sendfile``\\ s it (DESIGN §3) — no record bytes enter Python,
@@ -26,12 +26,18 @@ answered empty while the follower is out of the ISR and the leader's replication
 its rate (KIP-73, :mod:`..replication_quota`); the bytes sent for such partitions are recorded
 against it when the response goes out.
 
+``last_fetched_epoch`` (v12+, flexible): the epoch of the last record the fetcher holds; when its
+log has diverged from the leader's (that epoch ends here before the fetch offset, or this log
+never had it), the partition is answered with no records and ``diverging_epoch`` (the epoch and
+end offset to truncate to), as Kafka's leaders answer consumers and followers.
+
 READ_COMMITTED (v4+) reads up to the last stable offset (below every open transaction) and
 lists the aborted transactions of what it returns, from the segments' aborted-transaction
 indexes; clients drop those producers' batches up to their ABORT markers. Every answer reports
 the last stable offset. With an authorizer a consumer needs READ on each topic and a follower
-CLUSTER_ACTION on the cluster (TOPIC_AUTHORIZATION_FAILED per partition otherwise). Fetch sessions (v7+, KIP-227) are declined: every answer
-carries session id 0, which tells the client to keep sending full requests.
+CLUSTER_ACTION on the cluster (TOPIC_AUTHORIZATION_FAILED per partition otherwise). Fetch sessions
+(v7+, KIP-227) are declined: every answer carries session id 0, which tells the client to keep
+sending full requests.
 """
 from __future__ import annotations
 
@@ -85,6 +91,7 @@ def _read_all(ctx, req) -> _Read:
         for p in t.partitions:
             hw = start = stable = -1
             code = 0
+            diverging = None
             records = b""
             aborted = [] if committed else None
             try:
@@ -101,6 +108,9 @@ def _read_all(ctx, req) -> _Read:
                     lg.config.leader_replication_throttled_replicas, p.partition)
                 # held back: answered empty, nothing recorded
                 held = throttled and replicas.holds_back(t.topic, p.partition, follower)
+                if p.last_fetched_epoch >= 0 and version >= 12:
+                    diverging = _diverging(lg, p.last_fetched_epoch, p.fetch_offset)
+                    held = held or diverging is not None
                 if not held and (limit > 0 or (kip74 and out.total == 0)):
                     region = lg.read(p.fetch_offset, max(limit, 0), max_offset=upto,
                                      min_one_message=kip74 and out.total == 0)
@@ -122,10 +132,21 @@ def _read_all(ctx, req) -> _Read:
                 out.errored = True
             parts.append(dict(partition_index=p.partition, error_code=code, high_watermark=hw,
                               last_stable_offset=stable, log_start_offset=start,
-                              aborted_transactions=aborted,
+                              aborted_transactions=aborted, diverging_epoch=diverging,
                               preferred_read_replica=-1, records=records))
         out.results.append((t.topic, parts))
     return out
+
+
+def _diverging(lg, last_fetched_epoch: int, fetch_offset: int) -> dict | None:
+    """v12+ (KIP-320, Kafka's ``Partition.fetchRecords``): the fetcher's log diverges from this
+    one when the epoch of its last record ends here before its fetch offset, or this log never
+    had that epoch; then the answer carries no records, only where the fetcher must truncate
+    to (the largest epoch here not after its one, and that epoch's end offset)."""
+    epoch, end = lg.leader_epochs.end_offset_for(last_fetched_epoch, lg.log_end_offset)
+    if end < fetch_offset or epoch < last_fetched_epoch:
+        return {"epoch": epoch, "end_offset": end}
+    return None
 
 
 def _count(ctx, read: _Read) -> None:

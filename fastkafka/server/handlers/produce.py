@@ -17,6 +17,8 @@ for every partition. Errors are per partition and never stop the others.
 Authorization (with an authorizer): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for its
 partitions) and, for a transactional producer, WRITE on its transactional id
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), as Kafka checks them.
+
+v8+ answers a refused partition's reason in ``error_message``; v9+ is flexible (KIP-482).
 """
 from __future__ import annotations
 
@@ -37,6 +39,9 @@ _INVALID_ACKS = errors.InvalidRequiredAcksError.code
 _UNSUPPORTED_FORMAT = errors.UnsupportedForMessageFormatError.code
 _TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
 _TXN_DENIED = errors.TransactionalIdAuthorizationFailedError.code
+# v8+ (KIP-467): a batch is accepted or refused whole here, so no record is singled out; the
+# partition's error_message says why it was refused
+_NO_RECORD_ERRORS = ()
 
 
 def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
@@ -90,16 +95,16 @@ def handle_produce(ctx, req):
         if topic_refused is None and not ctx.authorize(AclOperation.WRITE, TOPIC, t.name):
             topic_refused = _TOPIC_DENIED
         for p in t.partition_data:
-            wait = None
+            wait = message = None
             if topic_refused is not None:
                 code, base, lat, lso = topic_refused, -1, -1, -1
             else:
                 try:
                     code, base, lat, lso, wait = _append(ctx, replicas, t.name, p.index, p.records, acks)
                 except Exception as e:
-                    code, base, lat, lso = failure(e, "append to %s-%d", t.name, p.index)[0], -1, -1, -1
+                    (code, message), base, lat, lso = failure(e, "append to %s-%d", t.name, p.index), -1, -1, -1
             kw = dict(index=p.index, error_code=code, base_offset=base, log_append_time_ms=lat,
-                      log_start_offset=lso)
+                      log_start_offset=lso, record_errors=_NO_RECORD_ERRORS, error_message=message)
             parts.append(kw)
             if wait is not None:
                 waiting.append((kw, wait))
