@@ -27,10 +27,23 @@ from .admin_transactions import TransactionAdmin
 from .config import ClientConfig
 from .metadata import BrokerInfo, Cluster, TopicInfo, retry_call
 
-__all__ = ["AdminClient", "TOPIC_RESOURCE", "BROKER_RESOURCE"]
+__all__ = ["AdminClient", "TOPIC_RESOURCE", "BROKER_RESOURCE", "partitions_by_topic"]
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+
+
+def partitions_by_topic(tps) -> dict[str, list[int]]:
+    """``(topic, partition)`` pairs as ``{topic: [partitions]}``, in the pairs' order: the shape of
+    the admin requests' topic lists (and of :meth:`AdminClient.committed_offsets`' ``topics``).
+
+    >>> partitions_by_topic([("a", 1), ("b", 0), ("a", 0)])
+    {'a': [1, 0], 'b': [0]}
+    """
+    out: dict[str, list[int]] = {}
+    for t, p in tps:
+        out.setdefault(t, []).append(p)
+    return out
 SET_OP, DELETE_OP = 0, 1      # IncrementalAlterConfigs operations
 
 
@@ -357,9 +370,7 @@ class AdminClient(TransactionAdmin):
             # {('orders', 0): None, ('orders', 1): ElectionNotNeededError(...)}
         """
         wanted = None if partitions is None else list(dict.fromkeys(partitions))
-        by_topic: dict[str, list[int]] = {}
-        for t, p in wanted or ():
-            by_topic.setdefault(t, []).append(p)
+        by_topic = partitions_by_topic(wanted or ())
         body = {"election_type": election_type, "timeout_ms": self.timeout_ms, "topic_partitions": None
                 if wanted is None else [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
 
@@ -412,9 +423,7 @@ class AdminClient(TransactionAdmin):
             admin.list_partition_reassignments()
             # {('orders', 0): ([2, 3, 1], [3], [1])}
         """
-        by_topic: dict[str, list[int]] = {}
-        for t, p in partitions or ():
-            by_topic.setdefault(t, []).append(p)
+        by_topic = partitions_by_topic(partitions or ())
         body = {"timeout_ms": self.timeout_ms, "topics": None if partitions is None else [
             {"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
         resp = self._at_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, body,

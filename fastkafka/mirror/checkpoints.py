@@ -75,6 +75,7 @@ from typing import NamedTuple
 
 from fastkafka import errors
 from fastkafka.client import AdminClient, ClientConfig, Producer, ProducerData
+from fastkafka.client.admin import partitions_by_topic
 from fastkafka.coordinator.formats import RecordReader
 
 from .internal import TopicReader, with_string
@@ -253,18 +254,11 @@ def sync_group_offsets(target: AdminClient, group: str, offsets: dict[tuple[str,
     there. The number of offsets committed (MM2's ``syncGroupOffset``)."""
     if target.describe_group(group).group_state not in _INACTIVE:
         return 0
-    have = target.committed_offsets(group, _by_topic(offsets))
+    have = target.committed_offsets(group, partitions_by_topic(sorted(offsets)))
     ahead = {tp: off for tp, off in offsets.items() if have.get(tp, -1) < off}
     if ahead:
         target.commit_offsets(group, _within_logs(target, ahead))
     return len(ahead)
-
-
-def _by_topic(offsets: dict[tuple[str, int], int]) -> dict[str, list[int]]:
-    topics: dict[str, list[int]] = {}
-    for topic, partition in sorted(offsets):
-        topics.setdefault(topic, []).append(partition)
-    return topics
 
 
 def _within_logs(target: AdminClient, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:

@@ -57,6 +57,7 @@ from typing import Callable
 
 from fastkafka import errors
 from fastkafka.client import AdminClient, Producer
+from fastkafka.client.admin import partitions_by_topic
 from fastkafka.client.group_member import GroupMember
 
 from .convert import Converted
@@ -75,13 +76,6 @@ def transactional_id(group: str, topic: str, partition: int) -> str:
     'KafkaMirror-orders-3'
     """
     return f"{group}-{topic}-{partition}"
-
-
-def _by_topic(tps) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for t, p in sorted(tps):
-        out.setdefault(t, []).append(p)
-    return out
 
 
 class AtLeastOnce:
@@ -190,7 +184,7 @@ class ExactlyOnce:
             self.producers[tp] = Producer({**self.target, "transactional.id": transactional_id(self.group, *tp)})
         self._each([(Producer.init_transactions, self.producers[tp]) for tp in new])
         keys = {tp: self._key(tp) for tp in tps}
-        stored = self.admin.committed_offsets(self.group, _by_topic(keys.values())) if keys else {}
+        stored = self.admin.committed_offsets(self.group, partitions_by_topic(sorted(keys.values()))) if keys else {}
         on_target = {tp: stored[key] for tp, key in keys.items() if key in stored}
         missing = [tp for tp in tps if tp not in on_target]
         on_source = self.member.committed(missing) if missing else {}
