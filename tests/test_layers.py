@@ -15,7 +15,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "fastkafka"
 
 LAYER = {
-    "errors": 0, "config": 0, "_core": 0, "metrics_http": 0,
+    "errors": 0, "config": 0, "_core": 0, "metrics_http": 0, "uuids": 0,
     "compression": 1, "records": 1, "legacy": 1, "security": 1,
     "protocol": 2, "log": 2,
     "cluster": 3, "coordinator": 3, "client": 3, "mirror": 4,

@@ -50,12 +50,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from fastkafka import errors
 from fastkafka.config import ConfigException, KafkaConfig, LogConfig
+from fastkafka.uuids import random_uuid
 
 from . import election, reassignment, znodes
 
@@ -180,6 +182,9 @@ class Controller:
             for topic in self.client.get_children(znodes.DELETE_TOPICS):
                 self._delete_topic(topic)
             for topic, assignment, version in self._assignments():
+                if assignment.topic_id is None and self._give_topic_id(topic, assignment, version):
+                    self._wake.set()    # the znode moved on: the next pass goes on from it
+                    continue
                 if assignment.adding or assignment.removing:
                     self._complete_reassignments(topic, assignment, version, eligible)
                 for p, replicas in sorted(assignment.partitions.items()):
@@ -198,6 +203,14 @@ class Controller:
                         log.warning("controller: unclean election of %d for %s-%d (ISR was %s): records "
                                     "only the ISR held are lost", new.leader, topic, p, list(state.isr))
                     self._write_state(topic, p, new, version)
+
+    def _give_topic_id(self, topic: str, a: znodes.TopicAssignment, version: int) -> bool:
+        """A topic written without an id (by Kafka before 2.8, or its old tools) gets one, as
+        Kafka's controller gives them when it takes over; a concurrent change of the znode
+        wins and the next pass tries again."""
+        path = znodes.topic_path(topic)
+        with_id = replace(a, topic_id=random_uuid())
+        return self._commit(lambda t: t.set_data(path, with_id.encode(), version=version), f"{topic} topic id", None)
 
     def _brokers(self) -> tuple[set[int], set[int]]:
         """(live brokers, those of them not in controlled shutdown)."""

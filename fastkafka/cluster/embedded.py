@@ -3,10 +3,12 @@
 The file is JSON, rewritten whole on every change through a temporary file, ``fsync`` and
 ``rename`` (then an ``fsync`` of the directory), so a crash leaves either the old or the new
 version, never a torn one. It holds the cluster id (created once, 22 characters of URL-safe
-base64 like Kafka's) and, per topic, its partition count and config overrides::
+base64 like Kafka's) and, per topic, its id (KIP-516, Kafka's text form; a topic from before ids
+gets one when the file is next loaded), partition count and config overrides::
 
     {"version": 1, "cluster_id": "q1Sh-9_ISia_zwGINzRvyQ",
-     "topics": {"orders": {"partitions": 3, "configs": {"retention.ms": "60000"}}}}
+     "topics": {"orders": {"topic_id": "vB3F7cJzQ0-2HQ5NhtoQ1A", "partitions": 3,
+                           "configs": {"retention.ms": "60000"}}}}
 
 and the dynamic configs of users and clients, as ``/config/users|clients`` hold them in
 ZooKeeper: a user's entry has its SCRAM credentials and its client quotas side by side
@@ -21,28 +23,30 @@ Example::
 
     >>> import tempfile
     >>> store = EmbeddedMetadata(tempfile.mkdtemp())
-    >>> store.create_topic("orders", 3, {"retention.ms": "60000"}).partitions
+    >>> orders = store.create_topic("orders", 3, {"retention.ms": "60000"})
+    >>> orders.partitions
     3
-    >>> sorted(EmbeddedMetadata(store.directory).topics())
-    ['orders']
+    >>> again = EmbeddedMetadata(store.directory)
+    >>> sorted(again.topics()), again.topic_name(orders.topic_id)
+    (['orders'], 'orders')
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
 from fastkafka import errors
+from fastkafka.uuids import UUID_ZERO, parse_uuid, random_uuid, uuid_text
 from fastkafka.security.acl import AclBinding, AclOperation, AclPermissionType, AclSnapshot, PatternType, ResourceType
 from fastkafka.security.client_quotas import QUOTA_CONFIGS, QuotaConfigsView, QuotaEntity, with_entry
 
-__all__ = ["TopicInfo", "EmbeddedMetadata", "validate_topic_name", "META_FILE"]
+__all__ = ["TopicInfo", "TopicIdIndex", "EmbeddedMetadata", "validate_topic_name", "META_FILE"]
 
 META_FILE = "meta"
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -74,14 +78,41 @@ class TopicInfo:
     name: str
     partitions: int
     configs: Mapping[str, str] = field(default_factory=dict)
+    # KIP-516: given once at creation, never reused, so a topic deleted and created again under
+    # its name is told apart from the old one (zero: not known yet)
+    topic_id: uuid.UUID = field(default=UUID_ZERO, repr=False)
 
     def to_json(self) -> dict:
-        return {"partitions": self.partitions, "configs": dict(self.configs)}
+        return {"topic_id": uuid_text(self.topic_id), "partitions": self.partitions, "configs": dict(self.configs)}
+
+
+class TopicIdIndex:
+    """The topic named by an id in a topics snapshot, ``{name: TopicInfo}``; the map from ids to
+    names is built once per snapshot (they are replaced whole on every change), so a lookup on
+    the fetch path is one dict access.
+
+    >>> index = TopicIdIndex()
+    >>> orders = TopicInfo("orders", 1, topic_id=uuid.UUID(int=5))
+    >>> index.name({"orders": orders}, uuid.UUID(int=5)), index.name({"orders": orders}, uuid.UUID(int=6))
+    ('orders', None)
+    """
+
+    __slots__ = ("_cache",)
+
+    def __init__(self):
+        self._cache: tuple[object, dict[uuid.UUID, str]] = (None, {})
+
+    def name(self, topics: Mapping[str, TopicInfo], topic_id: uuid.UUID) -> str | None:
+        of, names = self._cache
+        if of is not topics:
+            names = {t.topic_id: n for n, t in topics.items() if t.topic_id != UUID_ZERO}
+            self._cache = (topics, names)   # one assignment: readers see a matching pair
+        return names.get(topic_id)
 
 
 def new_cluster_id() -> str:
     """22 characters of URL-safe base64 of a random UUID, the form Kafka uses."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return uuid_text(random_uuid())
 
 
 class EmbeddedMetadata:
@@ -98,6 +129,7 @@ class EmbeddedMetadata:
         # client quotas of client ids, (None, client), and of user/client-id pairs, (user, client)
         self._quota_entities: dict[QuotaEntity, Mapping[str, str]] = {}
         self._quota_view = QuotaConfigsView()
+        self._ids = TopicIdIndex()
         self._listeners: list = []
         self.cluster_id = ""
         self._load()
@@ -112,7 +144,8 @@ class EmbeddedMetadata:
             return
         self.cluster_id = doc["cluster_id"]
         self._topics = {
-            name: TopicInfo(name, int(t["partitions"]), MappingProxyType(dict(t.get("configs", {}))))
+            name: TopicInfo(name, int(t["partitions"]), MappingProxyType(dict(t.get("configs", {}))),
+                            parse_uuid(t["topic_id"]) if "topic_id" in t else random_uuid())
             for name, t in doc.get("topics", {}).items()
         }
         self._users = {u: MappingProxyType(dict(c)) for u, c in doc.get("users", {}).items()}
@@ -122,6 +155,8 @@ class EmbeddedMetadata:
         others.update({(u, c): MappingProxyType(dict(v)) for u, by_client in doc.get("user_clients", {}).items()
                        for c, v in by_client.items()})
         self._quota_entities = others
+        if any("topic_id" not in t for t in doc.get("topics", {}).values()):
+            self._save()    # the ids just given to topics from before ids stay theirs
 
     def _save(self) -> None:
         doc = {"version": 1, "cluster_id": self.cluster_id,
@@ -154,6 +189,10 @@ class EmbeddedMetadata:
     def get(self, name: str) -> TopicInfo | None:
         return self._topics.get(name)
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id (KIP-516), None if no topic has it."""
+        return self._ids.name(self._topics, topic_id)
+
     # --- changes ---
     def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> TopicInfo:
         """Register a topic; TopicAlreadyExistsError if it exists."""
@@ -161,7 +200,7 @@ class EmbeddedMetadata:
         with self._lock:
             if name in self._topics:
                 raise errors.TopicAlreadyExistsError(f"topic {name!r} already exists")
-            info = TopicInfo(name, partitions, MappingProxyType(dict(configs or {})))
+            info = TopicInfo(name, partitions, MappingProxyType(dict(configs or {})), random_uuid())
             topics = dict(self._topics)
             topics[name] = info
             self._commit(topics)
@@ -187,7 +226,7 @@ class EmbeddedMetadata:
                 raise errors.InvalidPartitionsError(
                     f"topic {name!r} has {info.partitions} partitions; the new count must be larger, got {count}")
             topics = dict(self._topics)
-            topics[name] = TopicInfo(name, count, info.configs)
+            topics[name] = replace(info, partitions=count)
             self._commit(topics)
             return topics[name]
 
@@ -198,7 +237,7 @@ class EmbeddedMetadata:
             if info is None:
                 raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
             topics = dict(self._topics)
-            topics[name] = TopicInfo(name, info.partitions, MappingProxyType(dict(configs)))
+            topics[name] = replace(info, configs=MappingProxyType(dict(configs)))
             self._commit(topics)
             return topics[name]
 

@@ -41,6 +41,7 @@ import functools
 import logging
 import threading
 import time
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Callable, Mapping
 
@@ -48,12 +49,13 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError, NotEmptyError
 
 from fastkafka import errors
+from fastkafka.uuids import UUID_ZERO, random_uuid
 from fastkafka.security.acl import RESOURCE_TYPES as ACL_RESOURCE_TYPES, AclBinding, AclSnapshot
 from fastkafka.security.client_quotas import entity_name, with_entry
 
 from . import znodes
 from .assignment import assign_replicas
-from .embedded import TopicInfo, validate_topic_name
+from .embedded import TopicIdIndex, TopicInfo, validate_topic_name
 from .zk_quotas import ZkQuotaConfigs
 
 __all__ = ["ZkMetadata", "PartitionView"]
@@ -89,6 +91,7 @@ class ZkMetadata(ZkQuotaConfigs):
         self._cond = threading.Condition()
         self._brokers: dict[int, znodes.BrokerInfo] = {}
         self._topics: dict[str, TopicInfo] = {}
+        self._ids = TopicIdIndex()
         self._assignments: dict[str, Mapping[int, tuple[int, ...]]] = {}
         self._states: dict[tuple[str, int], znodes.PartitionState] = {}
         self._state_versions: dict[tuple[str, int], int] = {}   # the znode version each state was read at
@@ -222,7 +225,8 @@ class ZkMetadata(ZkQuotaConfigs):
             configs = {}
         with self._cond:
             self._topics = dict(self._topics)
-            self._topics[topic] = TopicInfo(topic, assignment.count, MappingProxyType(dict(configs)))
+            self._topics[topic] = TopicInfo(topic, assignment.count, MappingProxyType(dict(configs)),
+                                            assignment.topic_id or UUID_ZERO)
             self._assignments = dict(self._assignments)
             self._assignments[topic] = MappingProxyType(dict(assignment.partitions))
         self._changed()
@@ -246,7 +250,7 @@ class ZkMetadata(ZkQuotaConfigs):
             if info is None or dict(info.configs) == configs:
                 return True
             self._topics = dict(self._topics)
-            self._topics[topic] = TopicInfo(topic, info.partitions, MappingProxyType(dict(configs)))
+            self._topics[topic] = replace(info, configs=MappingProxyType(dict(configs)))
         self._changed()
         return True
 
@@ -328,6 +332,10 @@ class ZkMetadata(ZkQuotaConfigs):
     def get(self, name: str) -> TopicInfo | None:
         return self._topics.get(name)
 
+    def topic_name(self, topic_id) -> str | None:
+        """The name of the topic with this id (KIP-516), None if no topic has it (yet)."""
+        return self._ids.name(self._topics, topic_id)
+
     def brokers(self) -> Mapping[int, znodes.BrokerInfo]:
         """Live brokers by id (those with a registration znode)."""
         return MappingProxyType(self._brokers)
@@ -404,15 +412,17 @@ class ZkMetadata(ZkQuotaConfigs):
         if assignment is None:
             assignment = assign_replicas(self._racks(), partitions, replication_factor)
         cfg = znodes.EntityConfig(dict(configs or {})).encode()
+        topic_id = random_uuid()
         try:
             c.create(znodes.config_topic_path(name), cfg, makepath=True)
         except NodeExistsError:  # left by an earlier topic of this name
             c.set(znodes.config_topic_path(name), cfg)
         try:
-            c.create(znodes.topic_path(name), znodes.TopicAssignment(assignment).encode(), makepath=True)
+            c.create(znodes.topic_path(name), znodes.TopicAssignment(assignment, topic_id=topic_id).encode(),
+                     makepath=True)
         except NodeExistsError:
             raise errors.TopicAlreadyExistsError(f"Topic '{name}' already exists.") from None
-        return TopicInfo(name, len(assignment), MappingProxyType(dict(configs or {})))
+        return TopicInfo(name, len(assignment), MappingProxyType(dict(configs or {})), topic_id)
 
     @_zk_errors
     def delete_topic(self, name: str) -> TopicInfo:
@@ -436,8 +446,8 @@ class ZkMetadata(ZkQuotaConfigs):
             self.client.set(znodes.config_topic_path(name), data)
         except NoNodeError:
             self.client.create(znodes.config_topic_path(name), data, makepath=True)
-        info = self._topics.get(name)
-        return TopicInfo(name, info.partitions if info else 0, MappingProxyType(dict(configs)))
+        info = self._topics.get(name) or TopicInfo(name, 0)
+        return replace(info, configs=MappingProxyType(dict(configs)))
 
     def user_configs(self, user: str) -> Mapping[str, str]:
         """``/config/users/<user>``'s entries (SCRAM credentials by mechanism), from the cache."""
@@ -538,7 +548,8 @@ class ZkMetadata(ZkQuotaConfigs):
                 data, stat = self.client.get(znodes.topic_path(name))
             except NoNodeError:
                 raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist") from None
-            current = znodes.TopicAssignment.decode(name, data).partitions
+            old = znodes.TopicAssignment.decode(name, data)
+            current = old.partitions
             if count <= len(current):
                 raise errors.InvalidPartitionsError(
                     f"Topic currently has {len(current)} partitions, which is higher than or equal "
@@ -553,10 +564,10 @@ class ZkMetadata(ZkQuotaConfigs):
             new.update(assign_replicas(racks, count - len(current), rf, start=start,
                                        first_partition=len(current)))
             try:
-                self.client.set(znodes.topic_path(name), znodes.TopicAssignment(new).encode(),
+                self.client.set(znodes.topic_path(name), replace(old, partitions=new).encode(),
                                 version=stat.version)
             except BadVersionError:
                 continue  # someone else changed it meanwhile: start over from theirs
-            info = self._topics.get(name)
-            return TopicInfo(name, count, info.configs if info else MappingProxyType({}))
+            info = self._topics.get(name) or TopicInfo(name, 0, topic_id=old.topic_id or UUID_ZERO)
+            return replace(info, partitions=count)
         raise errors.RequestTimedOutError(f"topic {name!r} keeps changing; try again")

@@ -44,7 +44,7 @@ def _with(a: TopicAssignment, p: int, replicas, adding=(), removing=()) -> Topic
         add[p] = tuple(adding)
     if removing:
         rem[p] = tuple(removing)
-    return TopicAssignment(parts, add, rem)
+    return TopicAssignment(parts, add, rem, a.topic_id)
 
 
 def start(a: TopicAssignment, p: int, target: tuple[int, ...]) -> TopicAssignment:

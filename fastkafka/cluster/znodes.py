@@ -8,7 +8,9 @@ documents below read the same to a person who knows Kafka::
                                                  "timestamp":"1700000000000",
                                                  "endpoints":["PLAINTEXT://h:9092"],
                                                  "listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"}}
-    /brokers/topics/<t>                         {"version":1,"partitions":{"0":[1,2],"1":[2,3]}}
+    /brokers/topics/<t>                         {"version":3,"topic_id":"vB3F7cJzQ0-2HQ5NhtoQ1A",
+                                                 "partitions":{"0":[1,2],"1":[2,3]},
+                                                 "adding_replicas":{},"removing_replicas":{}}
     /brokers/topics/<t>/partitions/<p>/state    {"version":1,"controller_epoch":3,"leader":1,
                                                  "leader_epoch":0,"isr":[1]}
     /controller/<election contender>  ephemeral {"version":1,"brokerid":1,"timestamp":"..."}
@@ -54,9 +56,11 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from fastkafka.uuids import parse_uuid, uuid_text
 from fastkafka.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from fastkafka.security.client_quotas import QuotaEntity, znode_name
 
@@ -315,35 +319,44 @@ class TopicAssignment:
     """``/brokers/topics/<t>``: the replica list of every partition (the first is the preferred
     leader) and, while a partition is being reassigned (KIP-455, version 2), the replicas being
     added and removed: ``partitions`` then holds the target and the original replicas together.
+    Version 3 (Kafka 2.8+) adds the topic's id (KIP-516) in Kafka's text form; the controller
+    gives one to a topic written without it.
 
     >>> a = TopicAssignment({0: (1,), 1: (2, 3, 1)}, adding={1: (2, 3)}, removing={1: (1,)})
     >>> b = TopicAssignment.decode("t", a.encode())
-    >>> b.partitions[1], b.target(1), b.target(0)
-    ((2, 3, 1), (2, 3), (1,))
+    >>> b.partitions[1], b.target(1), b.target(0), b.topic_id
+    ((2, 3, 1), (2, 3), (1,), None)
+    >>> import uuid
+    >>> TopicAssignment.decode("t", TopicAssignment({0: (1,)}, topic_id=uuid.UUID(int=9)).encode()).topic_id.int
+    9
     """
 
     partitions: Mapping[int, tuple[int, ...]]
     adding: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     removing: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    topic_id: uuid.UUID | None = None
 
     def encode(self) -> bytes:
         doc = {"version": 1, "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())}}
-        if self.adding or self.removing:
+        if self.adding or self.removing or self.topic_id is not None:
             doc.update(version=2, adding_replicas={str(p): list(r) for p, r in sorted(self.adding.items())},
                        removing_replicas={str(p): list(r) for p, r in sorted(self.removing.items())})
+        if self.topic_id is not None:
+            doc.update(version=3, topic_id=uuid_text(self.topic_id))
         return _dump(doc)
 
     @classmethod
     def decode(cls, topic: str, data: bytes | None) -> "TopicAssignment":
-        doc = _load(data, topic_path(topic), (1, 2))
+        doc = _load(data, topic_path(topic), (1, 2, 3))
         try:
             maps = [{int(p): tuple(int(b) for b in r) for p, r in (doc.get(k) or {}).items()}
                     for k in ("partitions", "adding_replicas", "removing_replicas")]
+            topic_id = parse_uuid(doc["topic_id"]) if doc.get("topic_id") is not None else None
         except (TypeError, ValueError, AttributeError):
-            raise ZnodeDataError(f"{topic_path(topic)}: bad partitions map") from None
+            raise ZnodeDataError(f"{topic_path(topic)}: bad partitions map or topic id") from None
         if "partitions" not in doc:
             raise ZnodeDataError(f"{topic_path(topic)}: bad partitions map")
-        return cls(*maps)
+        return cls(*maps, topic_id=topic_id)
 
     @property
     def count(self) -> int:

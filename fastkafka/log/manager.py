@@ -35,16 +35,19 @@ import logging
 import os
 import shutil
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 from ..config import KafkaConfig, LogConfig
+from ..uuids import UUID_ZERO, uuid_text
 from .checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                           REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile)
 from .cleaner import LogCleaner
 from .dir_lock import LogDirLock
 from .files import FileCache
 from .log import Log, parse_topic_partition
+from .partition_metadata import read_topic_id, write_topic_id
 from .scheduler import Scheduler, wall_clock_ms
 
 log = logging.getLogger(__name__)
@@ -153,13 +156,28 @@ class LogManager:
 
     # --- partitions ---
     def get_or_create_log(self, topic: str, partition: int,
-                          topic_config: LogConfig | Mapping[str, Any] | None = None) -> Log:
+                          topic_config: LogConfig | Mapping[str, Any] | None = None,
+                          topic_id: uuid.UUID | None = None) -> Log:
         """The log of ``topic``-``partition``, created in the least loaded log dir if missing;
-        ``topic_config`` (topic-level names) overrides the broker defaults."""
+        ``topic_config`` (topic-level names) overrides the broker defaults. With the topic's id
+        (KIP-516) the directory records it in ``partition.metadata``, and a log found there that
+        records another id -- a stray copy of an earlier topic of this name -- is deleted and the
+        partition starts empty, as Kafka's brokers do with stray logs."""
         cfg = self._log_config(topic_config)
+        if topic_id == UUID_ZERO:
+            topic_id = None         # not known yet (a topic written by tools from before ids)
         with self._lock:
             tp = (topic, partition)
             lg = self._logs.get(tp)
+            recorded = read_topic_id(lg.dir) if lg is not None and topic_id is not None else None
+            if recorded is not None and recorded != topic_id:
+                log.warning("%s-%d: the log on disk belongs to topic id %s, not %s (the topic was deleted and "
+                            "created again while this broker was away): deleting it", topic, partition,
+                            uuid_text(recorded), uuid_text(topic_id))
+                del self._logs[tp], self._dir_of[tp]
+                self.cleaner.forget(lg)
+                lg.delete()
+                lg = recorded = None
             if lg is None:
                 d = min(self.log_dirs, key=lambda x: sum(1 for v in self._dir_of.values() if v == x))
                 lg = Log(os.path.join(d, f"{topic}-{partition}"), cfg, files=self.files,
@@ -169,6 +187,8 @@ class LogManager:
                 self._dir_of[tp] = d
             elif topic_config is not None:
                 lg.config = cfg
+            if topic_id is not None and recorded is None:
+                write_topic_id(lg.dir, topic_id)
         self._reschedule_flusher(cfg.flush_ms)
         return lg
 

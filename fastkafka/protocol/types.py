@@ -30,6 +30,7 @@ import struct
 import uuid as _uuid
 
 from .. import errors
+from ..uuids import UUID_ZERO
 
 __all__ = [
     "ProtocolError", "FramingError", "Region", "UUID_ZERO",
@@ -73,8 +74,6 @@ class Region:
     def __repr__(self) -> str:
         return f"Region({self.source!r}, position={self.position}, length={self.length})"
 
-
-UUID_ZERO = _uuid.UUID(int=0)
 
 # One compiled Struct per fixed-size type; generated codecs build wider ones for runs of fields.
 FORMATS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H",

@@ -95,9 +95,9 @@ class ClusterTopicManager(TopicManager):
         view), or None."""
         return self._partitions.get((topic, partition))
 
-    def _open(self, topic: str, partition: int, cfg):
+    def _open(self, info, partition: int, cfg):
         # leader epochs are the controller's here (the replica manager records them)
-        return self._logs.get_or_create_log(topic, partition, cfg)
+        return self._logs.get_or_create_log(info.name, partition, cfg, info.topic_id)
 
     # --- keeping the local logs in step with the assignment ---
     def load(self) -> None:
@@ -125,7 +125,7 @@ class ClusterTopicManager(TopicManager):
                     self._apply_configs(name, cfg)
                 for p in mine:
                     if (name, p) not in parts:
-                        parts[(name, p)] = self._open(name, p, cfg)
+                        parts[(name, p)] = self._open(info, p, cfg)
                         opened.append((name, p))
             # the topic was deleted, or a reassignment moved the partition off this broker
             gone = [tp for tp in parts if tp[0] not in topics

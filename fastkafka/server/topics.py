@@ -73,6 +73,10 @@ class TopicManager:
     def get(self, topic: str) -> TopicInfo | None:
         return self._metadata.get(topic)
 
+    def name_of(self, topic_id) -> str | None:
+        """The name of the topic with this id (KIP-516), None if no topic has it."""
+        return self._metadata.topic_name(topic_id)
+
     def all(self) -> Mapping[str, TopicInfo]:
         return self._metadata.topics()
 
@@ -103,11 +107,11 @@ class TopicManager:
                 cfg = self._config_of(info)
                 self._log_configs[info.name] = cfg
                 for p in range(info.partitions):
-                    parts[(info.name, p)] = self._open(info.name, p, cfg)
+                    parts[(info.name, p)] = self._open(info, p, cfg)
             self._partitions = parts
 
-    def _open(self, topic: str, partition: int, cfg: LogConfig):
-        lg = self._logs.get_or_create_log(topic, partition, cfg)
+    def _open(self, info: TopicInfo, partition: int, cfg: LogConfig):
+        lg = self._logs.get_or_create_log(info.name, partition, cfg, info.topic_id)
         # one broker leads every partition in epoch 0 for ever: record it, so OffsetForLeaderEpoch
         # (KIP-320 consumers validating their position) has an answer
         lg.leader_epochs.assign(EMBEDDED_LEADER_EPOCH, lg.log_start_offset)
@@ -165,7 +169,7 @@ class TopicManager:
             self._log_configs[name] = cfg
             parts = dict(self._partitions)
             for p in range(n):
-                parts[(name, p)] = self._open(name, p, cfg)
+                parts[(name, p)] = self._open(info, p, cfg)
             self._partitions = parts
         log.info("created topic %s with %d partition(s)%s", name, n,
                  f" and configs {configs}" if configs else "")
@@ -239,10 +243,10 @@ class TopicManager:
             info = self.validate_add_partitions(name, count)
             if validate_only:
                 return
-            self._metadata.set_partitions(name, count)
+            grown = self._metadata.set_partitions(name, count)
             cfg = self.log_config(name)
             parts = dict(self._partitions)
             for p in range(info.partitions, count):
-                parts[(name, p)] = self._open(name, p, cfg)
+                parts[(name, p)] = self._open(grown, p, cfg)
             self._partitions = parts
         log.info("topic %s now has %d partitions (was %d)", name, count, info.partitions)

@@ -1,6 +1,7 @@
 """LogManager: many partitions within the descriptor budget, clean shutdown, checkpoints, deletion."""
 import gc
 import os
+import uuid
 
 import pytest
 
@@ -8,7 +9,9 @@ from fastkafka import errors
 from fastkafka.config import KafkaConfig
 from fastkafka.log import LogManager
 from fastkafka.log.checkpoints import OffsetCheckpointFile
+from fastkafka.log.partition_metadata import read_topic_id
 from fastkafka.records import build_batch
+from fastkafka.uuids import uuid_text
 
 from .conftest import batch
 
@@ -148,3 +151,30 @@ def test_a_log_dir_is_locked_while_its_manager_runs(tmp_path, clock):
     again = LogManager({"log.dirs": str(tmp_path / "a")}, clock=clock, start_scheduler=False)
     assert again.get_log("t", 0).log_end_offset == 1
     again.shutdown()
+
+
+def test_partition_metadata_records_the_topic_id_and_a_stray_log_is_replaced(tmp_path, clock):
+    """KIP-516: ``partition.metadata`` holds the topic id in Kafka's layout; a log left by an
+    earlier topic of the same name (another id) is deleted, not served as the new topic's."""
+    old_id, new_id = uuid.uuid4(), uuid.uuid4()
+    cfg = {"log.dirs": str(tmp_path), "file.delete.delay.ms": 0}
+    mgr = LogManager(cfg, clock=clock, start_scheduler=False)
+    lg = mgr.get_or_create_log("reused", 0, None, old_id)
+    lg.append(batch(3))
+    assert (tmp_path / "reused-0" / "partition.metadata").read_text() == f"version: 0\ntopic_id: {uuid_text(old_id)}\n"
+    assert mgr.get_or_create_log("reused", 0, None, old_id) is lg        # the same topic: the same log
+    mgr.shutdown()
+    # the broker comes back after the topic was deleted and created again under its name
+    mgr = LogManager(cfg, clock=clock, start_scheduler=False)
+    assert mgr.get_log("reused", 0).log_end_offset == 3
+    fresh = mgr.get_or_create_log("reused", 0, None, new_id)
+    assert fresh.log_end_offset == 0 and read_topic_id(fresh.dir) == new_id
+    assert mgr.get_log("reused", 0) is fresh
+    mgr.shutdown()
+    # a log without the file (written before ids) is taken as the topic's and gets the file
+    bare = LogManager({"log.dirs": str(tmp_path / "bare")}, clock=clock, start_scheduler=False)
+    bare.get_or_create_log("old", 0).append(batch(2))
+    assert read_topic_id(bare.get_log("old", 0).dir) is None
+    assert bare.get_or_create_log("old", 0, None, new_id).log_end_offset == 2
+    assert read_topic_id(bare.get_log("old", 0).dir) == new_id
+    bare.shutdown()

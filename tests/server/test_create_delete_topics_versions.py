@@ -33,8 +33,8 @@ def test_create_topics_v5_describes_what_it_created(broker, version):
     t = create(c, version, f"made{version}", retention_ms="60000")
     assert (t.error_code, t.error_message, t.topic_config_error_code) == (0, None, 0)
     assert (t.num_partitions, t.replication_factor) == (3, 1)      # num.partitions, the embedded 1
-    if version >= 7:
-        assert t.topic_id == UUID_ZERO
+    if version >= 7:   # KIP-516: the new topic's id, as Metadata reports it
+        assert t.topic_id != UUID_ZERO and t.topic_id == broker.topics.get(f"made{version}").topic_id
     configs = {x.name: (x.value, x.config_source, x.read_only, x.is_sensitive) for x in t.configs}
     assert configs["retention.ms"] == ("60000", DYNAMIC_TOPIC_CONFIG, False, False)
     assert configs["cleanup.policy"] == ("delete", DEFAULT_CONFIG, False, False)

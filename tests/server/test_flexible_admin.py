@@ -97,17 +97,23 @@ def test_list_offsets_v8_local_start_and_v9_tiered(broker):
 
 
 def test_delete_topics_v6_by_name_or_id(broker):
-    broker.topics.create("gone", 1)
+    gone = broker.topics.create("gone", 1).topic_id
+    by_id = broker.topics.create("by-id", 2).topic_id
     c = Raw(broker.port)
     unknown = uuid.uuid4()
     r = c.call(ApiKey.DELETE_TOPICS, 6, {"timeout_ms": 5000, "topics": [
         {"name": "gone", "topic_id": UUID_ZERO}, {"name": None, "topic_id": unknown},
-        {"name": "both", "topic_id": unknown}, {"name": "nope", "topic_id": UUID_ZERO}]})
+        {"name": "both", "topic_id": unknown}, {"name": "nope", "topic_id": UUID_ZERO},
+        {"name": None, "topic_id": by_id}]})
+    # as Kafka: each deleted topic answered by its name and its id, however it was asked
     assert [(x.name, x.topic_id, x.error_code) for x in r.responses] == [
-        ("gone", UUID_ZERO, 0), (None, unknown, E.UnknownTopicIdError.code),
-        ("both", UUID_ZERO, E.InvalidRequestError.code), ("nope", UUID_ZERO, E.UnknownTopicOrPartitionError.code)]
+        ("gone", gone, 0), (None, unknown, E.UnknownTopicIdError.code),
+        ("both", unknown, E.InvalidRequestError.code), ("nope", UUID_ZERO, E.UnknownTopicOrPartitionError.code),
+        ("by-id", by_id, 0)]
     assert r.responses[2].error_message == "You may not specify both topic name and topic id."
-    assert broker.topics.get("gone") is None
+    assert broker.topics.get("gone") is None and broker.topics.get("by-id") is None
+    # a topic created again under a deleted one's name is another topic: another id
+    assert broker.topics.create("gone", 1).topic_id not in (gone, UUID_ZERO)
     r = c.call(ApiKey.DELETE_TOPICS, 5, {"timeout_ms": 5000, "topic_names": ["nope"]})
     assert [(x.name, x.error_code) for x in r.responses] == [("nope", E.UnknownTopicOrPartitionError.code)]
 

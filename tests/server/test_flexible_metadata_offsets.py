@@ -24,14 +24,16 @@ def test_metadata_v12_topic_ids_and_v10_v11(broker):
     r = c.call(ApiKey.METADATA, 12, {"topics": [{"name": "m"}], "allow_auto_topic_creation": False,
                                      "include_topic_authorized_operations": True})
     (t,) = r.topics
-    # no topic ids kept: the zero UUID, as Kafka answers for a topic created without one
-    assert (t.error_code, t.name, t.topic_id, len(t.partitions)) == (0, "m", UUID_ZERO, 2)
+    # the topic's id (KIP-516), the one the registry gave it
+    assert (t.error_code, t.name, t.topic_id, len(t.partitions)) == (0, "m", broker.topics.get("m").topic_id, 2)
+    assert t.topic_id != UUID_ZERO
     assert t.topic_authorized_operations > 0 and r.cluster_id == broker.cluster_id
-    # by id (v12): an id nobody has is UNKNOWN_TOPIC_ID with a null name
+    # by id (v12): the topic by name and id; an id nobody has is UNKNOWN_TOPIC_ID with a null name
     tid = uuid.uuid4()
-    r = c.call(ApiKey.METADATA, 12, {"topics": [{"topic_id": tid, "name": None}]})
-    assert [(t.error_code, t.name, t.topic_id) for t in r.topics] == [
-        (E.UnknownTopicIdError.code, None, tid)]
+    r = c.call(ApiKey.METADATA, 12, {"topics": [{"topic_id": tid, "name": None},
+                                                {"topic_id": t.topic_id, "name": None}]})
+    assert [(x.error_code, x.name, x.topic_id, len(x.partitions)) for x in r.topics] == [
+        (E.UnknownTopicIdError.code, None, tid, 0), (0, "m", t.topic_id, 2)]
     # v10/v11 take names only: an id is INVALID_REQUEST for each topic
     r = c.call(ApiKey.METADATA, 11, {"topics": [{"topic_id": tid, "name": "m"}]})
     assert [(t.error_code, t.name) for t in r.topics] == [(E.InvalidRequestError.code, "m")]

@@ -54,7 +54,10 @@ PRODUCE = declare(0, "Produce", max_version=9, first_flexible=9, request="""
 
 FETCH = declare(1, "Fetch", max_version=12, first_flexible=12, request="""
     cluster_id               string  v12+  null  tag=0  =null
-    replica_id               int32   =-1
+    replica_id               int32   v0-14  =-1
+    replica_state            {}      v15+  tag=1  =null
+      replica_id             int32   =-1
+      replica_epoch          int64   =-1
     max_wait_ms              int32
     min_bytes                int32
     max_bytes                int32   v3+  =0x7fffffff
@@ -62,7 +65,8 @@ FETCH = declare(1, "Fetch", max_version=12, first_flexible=12, request="""
     session_id               int32   v7+
     session_epoch            int32   v7+  =-1
     topics                   []
-      topic                  string
+      topic                  string  v0-12
+      topic_id               uuid    v13+
       partitions             []
         partition            int32
         current_leader_epoch int32   v9+  =-1
@@ -71,7 +75,8 @@ FETCH = declare(1, "Fetch", max_version=12, first_flexible=12, request="""
         log_start_offset     int64   v5+  =-1
         partition_max_bytes  int32
     forgotten_topics_data    []      v7+
-      topic                  string
+      topic                  string  v7-12
+      topic_id               uuid    v13+
       partitions             []int32
     rack_id                  string  v11+
 """, response="""
@@ -79,7 +84,8 @@ FETCH = declare(1, "Fetch", max_version=12, first_flexible=12, request="""
     error_code               int16   v7+
     session_id               int32   v7+
     responses                []      <topics
-      topic                  string  <topic
+      topic                  string  v0-12  <topic
+      topic_id               uuid    v13+  <topic_id
       partitions             []      <partitions
         partition_index      int32   <partition
         error_code           int16
@@ -100,6 +106,11 @@ FETCH = declare(1, "Fetch", max_version=12, first_flexible=12, request="""
           first_offset       int64
         preferred_read_replica int32 v11+ =-1
         records              records null
+    node_endpoints           []      v16+  tag=0
+      node_id                int32
+      host                   string
+      port                   int32
+      rack                   string  null  =null
 """)
 
 LIST_OFFSETS = declare(2, "ListOffsets", max_version=9, first_flexible=6, request="""

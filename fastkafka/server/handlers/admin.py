@@ -94,6 +94,7 @@ def handle_create_topics(ctx, req):
     may_create_any = ctx.authorize_cluster(AclOperation.CREATE)
     quota = mutation_quota(ctx)
     described = {}    # v5+: name -> what the answer describes of the topic
+    created_ids = {}  # v7+: name -> the new topic's id
 
     def create(t):
         if not may_create_any:
@@ -107,7 +108,8 @@ def handle_create_topics(ctx, req):
                 n, _ = topics.validate_create(t.name, t.num_partitions, t.replication_factor, configs,
                                               t.assignments)
                 quota.record(n, _now_ms())
-            n = topics.create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments).partitions
+            info = topics.create(t.name, t.num_partitions, t.replication_factor, configs, t.assignments)
+            n, created_ids[t.name] = info.partitions, info.topic_id
             cfg = topics.validate_configs(configs)
         if ctx.version >= 5:
             rf = (len(t.assignments[0].broker_ids) if t.assignments else t.replication_factor
@@ -115,7 +117,8 @@ def handle_create_topics(ctx, req):
             described[t.name] = (n, rf, cfg, {k: v for k, v in configs.items() if v is not None})
 
     def result(t, code, msg):
-        out = cls.Topics(name=t.name, error_code=code, error_message=msg)
+        out = cls.Topics(name=t.name, topic_id=created_ids.get(t.name, UUID_ZERO), error_code=code,
+                         error_message=msg)
         if code == 0 and t.name in described:
             if ctx.authorize(AclOperation.DESCRIBE_CONFIGS, TOPIC, t.name):
                 out.num_partitions, out.replication_factor, cfg, overrides = described[t.name]
@@ -131,32 +134,38 @@ def handle_create_topics(ctx, req):
 
 
 def handle_delete_topics(ctx, req):
-    """DeleteTopics; v6+ names each topic by name or by id. No topic ids are kept here (Metadata
-    answers the zero id, as Kafka for a topic created without one), so a topic asked by id is
-    UNKNOWN_TOPIC_ID, and one asked by name is answered with the zero id."""
+    """DeleteTopics; v6+ names each topic by name or by id (KIP-516: an id no topic has is
+    UNKNOWN_TOPIC_ID). As Kafka, the answer carries both the name and the id of each topic deleted;
+    one asked by id keeps a null name unless the principal may delete it."""
     cls = ctx.codec.api.response
     quota = mutation_quota(ctx)
+    topics = ctx.broker.topics
+    answered = {}     # id(entry) -> (name, topic id) the answer names
 
     def delete(t):
+        name = t.name
         if ctx.version >= 6:
             if t.topic_id != UUID_ZERO:
-                if t.name is not None:
+                if name is not None:
                     raise errors.InvalidRequestError("You may not specify both topic name and topic id.")
-                raise errors.UnknownTopicIdError(f"no topic has the id {t.topic_id}")
-            if t.name is None:
+                name = topics.name_of(t.topic_id)
+                if name is None:
+                    raise errors.UnknownTopicIdError(f"no topic has the id {t.topic_id}")
+            elif name is None:
                 raise errors.InvalidRequestError("a topic to delete needs a name or an id")
-        require_topic(ctx, AclOperation.DELETE, t.name)
-        if quota.bounded:
-            info = ctx.broker.topics.get(t.name)
-            if info is not None:        # (an unknown topic is answered as such, uncharged)
-                quota.record(info.partitions, _now_ms())
-        ctx.broker.topics.delete(t.name)
+        require_topic(ctx, AclOperation.DELETE, name)
+        info = topics.get(name)
+        answered[id(t)] = (name, info.topic_id if info is not None else t.topic_id)
+        if quota.bounded and info is not None:      # (an unknown topic is answered as such, uncharged)
+            quota.record(info.partitions, _now_ms())
+        topics.delete(name)
 
     entries = req.topics if ctx.version >= 6 else [_TopicName(n, UUID_ZERO) for n in req.topic_names]
-    return cls(throttle_time_ms=0, responses=[
-        cls.Responses(name=t.name, topic_id=t.topic_id if t.name is None else UUID_ZERO,
-                      error_code=code, error_message=msg)
-        for t, code, msg in _each_topic(entries, lambda t: t.name if t.name is not None else t.topic_id, delete)])
+    out = []
+    for t, code, msg in _each_topic(entries, lambda t: t.name if t.name is not None else t.topic_id, delete):
+        name, topic_id = answered.get(id(t), (t.name, t.topic_id))
+        out.append(cls.Responses(name=name, topic_id=topic_id, error_code=code, error_message=msg))
+    return cls(throttle_time_ms=0, responses=out)
 
 
 def _now_ms() -> float:

@@ -21,11 +21,12 @@ is the one Fetch, ListOffsets and OffsetForLeaderEpoch fence ``current_leader_ep
 single broker, where every log's leader-epoch cache holds that one epoch from its start. Auto-creation waits
 (bounded) for the controller to elect the new partitions' leaders.
 
-Topic ids (v10+, KIP-516): fastkafka keeps no topic ids, so every topic answers the zero UUID,
-as Kafka does for a topic created without one. A request naming topics by id (v12+) therefore
-names none this broker knows: UNKNOWN_TOPIC_ID for each id (with a null name). As in Kafka, ids
-and null names before v12 are INVALID_REQUEST. v10's ``include_cluster_authorized_operations``
-works as in v8; v11 dropped it with the response's ``cluster_authorized_operations``.
+Topic ids (v10+, KIP-516): every topic answers its id. A request may name topics by id (v12+):
+each is answered by name and id, or UNKNOWN_TOPIC_ID with a null name when no topic has it (and
+TOPIC_AUTHORIZATION_FAILED with a null name when the principal may not describe it, so an id
+tells nobody a name); ids are never auto-created. As in Kafka, ids and null names before v12 are
+INVALID_REQUEST. v10's ``include_cluster_authorized_operations`` works as in v8; v11 dropped it
+with the response's ``cluster_authorized_operations``.
 """
 from __future__ import annotations
 
@@ -68,8 +69,8 @@ def _topic(ctx, info, ops_asked: bool):
                                             leader_epoch=EMBEDDED_LEADER_EPOCH,
                                             replica_nodes=[me], isr_nodes=[me], offline_replicas=[])
                  for p in range(info.partitions)]
-    return resp_cls.Topics(error_code=_NONE, name=info.name, is_internal=info.name in INTERNAL_TOPICS,
-                           partitions=parts,
+    return resp_cls.Topics(error_code=_NONE, name=info.name, topic_id=info.topic_id,
+                           is_internal=info.name in INTERNAL_TOPICS, partitions=parts,
                            topic_authorized_operations=ctx.authorized_operations(TOPIC, info.name, ops_asked))
 
 
@@ -111,8 +112,17 @@ def handle_metadata(ctx, req):
     describe = AclOperation.DESCRIBE
     ids = _topic_ids_asked(req, version) if version >= 10 and req.topics else []
     if ids:
-        out_topics = [resp_cls.Topics(error_code=errors.UnknownTopicIdError.code, name=None, topic_id=i,
-                                      partitions=[]) for i in ids]
+        for i in ids:
+            name = topics.name_of(i)
+            info = topics.get(name) if name is not None else None
+            if info is None:
+                code = errors.UnknownTopicIdError.code
+            elif not ctx.authorize(describe, TOPIC, name):
+                code = errors.TopicAuthorizationFailedError.code
+            else:
+                out_topics.append(_topic(ctx, info, ops_asked))
+                continue
+            out_topics.append(resp_cls.Topics(error_code=code, name=None, topic_id=i, partitions=[]))
     elif req.topics is None or (version == 0 and not req.topics):
         for info in sorted(topics.all().values(), key=lambda i: i.name):
             if ctx.authorize(describe, TOPIC, info.name):
