@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 from fastkafka.client.admin import AdminClient
+from fastkafka.uuids import uuid_text
 from fastkafka.client.tools import client_config, parse_pairs, run, tool_parser, tool_subparsers
 
 EPILOG = """examples:
@@ -98,7 +99,7 @@ def _run(args) -> int:
                     continue
                 latest = admin.list_offsets(name, -1)
                 earliest = admin.list_offsets(name, -2)
-                print(f"Topic: {name}\tPartitionCount: {len(t.partitions)}")
+                print(f"Topic: {name}\tTopicId: {uuid_text(t.topic_id)}\tPartitionCount: {len(t.partitions)}")
                 for pid in shown:
                     p = t.partitions[pid]
                     print(f"\tPartition: {pid}\tLeader: {p.leader}\tReplicas: "

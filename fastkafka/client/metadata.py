@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
+from fastkafka.uuids import UUID_ZERO
 
 from .config import ClientConfig, parse_servers
 from .security import ClientSecurity
@@ -57,6 +59,7 @@ class TopicInfo:
     error_code: int
     partitions: dict[int, PartitionInfo]
     is_internal: bool = False
+    topic_id: uuid.UUID = UUID_ZERO      # KIP-516 (zero from brokers before Kafka 2.8)
 
 
 def retry_call(fn, config: ClientConfig, on_retry=None):
@@ -185,7 +188,7 @@ class Cluster:
                     p.partition_index: PartitionInfo(p.partition_index, p.leader_id,
                                                      list(p.replica_nodes), list(p.isr_nodes),
                                                      p.error_code)
-                    for p in t.partitions}, bool(t.is_internal))
+                    for p in t.partitions}, bool(t.is_internal), t.topic_id)
             self._updated = time.monotonic()
             self._stale = False
             self.generation += 1

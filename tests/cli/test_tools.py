@@ -9,6 +9,7 @@ import pytest
 from rdkafka_helpers import confluent_read, confluent_write  # (tests/client, via conftest)
 
 from fastkafka.cli import consume, groups, perf, produce, topics  # noqa: E402
+from fastkafka.uuids import uuid_text
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(60)]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,6 +34,8 @@ def test_topics_lifecycle(broker, capsys):
     assert run(topics, broker, "describe", "cli-t") == 0
     out = capsys.readouterr().out
     assert "PartitionCount: 4" in out and out.count("Partition: ") == 4
+    # the topic's id, as kafka-topics.sh prints it (Kafka's text form)
+    assert f"TopicId: {uuid_text(broker.topics.get('cli-t').topic_id)}\t" in out
     assert run(topics, broker, "configs", "cli-t") == 0
     assert "retention.ms=60000" in capsys.readouterr().out
     assert run(topics, broker, "delete", "cli-t") == 0
