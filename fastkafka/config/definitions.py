@@ -153,6 +153,12 @@ define("auto.create.topics.enable", BOOLEAN, True, None, "Create unknown topics 
 define("num.partitions", INT, 1, at_least(1), "Partitions of auto-created topics.")
 define("default.replication.factor", INT, 1, at_least(1), "Replication factor of auto-created topics.")
 define("delete.topic.enable", BOOLEAN, True, None, "Whether DeleteTopics may delete topics.")
+define("max.incremental.fetch.session.cache.slots", INT, 1000, at_least(0), "Incremental fetch sessions "
+       "(KIP-227) this broker keeps; a full fetch asking for one when all are taken gets none unless it may "
+       "evict one.")
+define("min.incremental.fetch.session.eviction.ms", INT, 120000, at_least(0), "How long an incremental fetch "
+       "session is kept from eviction: one idle this long may be evicted for a new session, and one younger "
+       "than this may be evicted only by a follower's.")
 define("replica.fetch.wait.max.ms", INT, 500, at_least(0), "Longest a follower's fetch waits at the leader "
        "for new data.")
 define("replica.fetch.min.bytes", INT, 1, at_least(1), "Bytes a follower's fetch waits for.")

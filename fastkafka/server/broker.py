@@ -39,6 +39,7 @@ from .authorizer import Authorizer, authorizer_from_config
 from .coordination import CoordinationService
 from .dispatch import Dispatcher
 from .dynamic_config import DynamicBrokerConfig
+from .fetch_sessions import FetchSessionCache
 from .handlers import HANDLERS, advertised_apis
 from .listener_security import ListenerSecurity, SecurityConfigError, inter_broker_security, listener_security
 from .metrics import BrokerMetrics
@@ -81,6 +82,7 @@ class Broker:
         self.topics: TopicManager | None = None
         self.dynamic_config: DynamicBrokerConfig | None = None   # server.properties + dynamic broker configs
         self.fetch_purgatory: Purgatory | None = None
+        self.fetch_sessions = FetchSessionCache.from_config(config)   # incremental fetch sessions (KIP-227)
         self.replicas = None   # ReplicaManager in cluster mode: roles, ISR, followers' fetchers, acks=all
         self.coordination: CoordinationService | None = None  # see group_coordination()
         self.socket_server: SocketServer | None = None
