@@ -68,6 +68,7 @@ CLIENT_MAX_VERSIONS = {
     ApiKey.LEAVE_GROUP: 2,          # v3: a members array instead of member_id (KIP-345)
     ApiKey.OFFSET_FETCH: 7,         # v8: a groups array instead of group_id (KIP-709)
     ApiKey.DELETE_TOPICS: 5,        # v6: topics by name or id instead of topic_names (KIP-516)
+    ApiKey.FETCH: 12,               # v13: topics by id instead of name (KIP-516)
 }
 
 

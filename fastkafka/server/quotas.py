@@ -43,6 +43,7 @@ import time
 from typing import Callable, Mapping
 
 from fastkafka.protocol import ApiKey
+from fastkafka.protocol.messages.core import fetch_replica_id
 from fastkafka.security.client_quotas import (CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE,
                                               REQUEST_PERCENTAGE, QuotaBounds, QuotaEntity)
 from fastkafka.security.quota_rate import QuotaSensor, TokenBucketSensor
@@ -223,7 +224,7 @@ class ClientQuotas:
         session = request.session
         if key in _EXEMPT or not session.authenticated:
             return None
-        if key == ApiKey.FETCH and body.replica_id >= 0:    # a follower
+        if key == ApiKey.FETCH and fetch_replica_id(header.api_version, body) >= 0:    # a follower
             return None
         user = session.principal.partition(":")[2]
         client_id = header.client_id or ""

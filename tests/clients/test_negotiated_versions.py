@@ -100,4 +100,6 @@ def test_librdkafka_versions(recorded):
     assert got["FindCoordinator"] == 2
     assert got["JoinGroup"] == 5
     assert got["OffsetCommit"] == 8 and got["OffsetFetch"] == 8
+    # Fetch 16 (we stop at 15): v13+ name topics by id (KIP-516), taken from Metadata
+    assert got["Fetch"] == 15
     assert set(got) <= set(API_NAMES.values())

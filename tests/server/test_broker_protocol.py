@@ -144,7 +144,7 @@ def test_fetch_kip74_first_batch_whole_and_offset_out_of_range(broker):
     resp = part(c.call(ApiKey.FETCH, 11, fetch_body("big", 0, 5)))
     assert resp.error_code == 1 and resp.high_watermark == 2
     body = fetch_body("big", 0, 0)
-    body["session_id"] = 1234
+    body["session_id"], body["session_epoch"] = 1234, 1    # an incremental fetch in no session
     assert c.call(ApiKey.FETCH, 11, body).error_code == 70
 
 
@@ -173,7 +173,7 @@ def test_unsupported_api_versions_version_gets_error_35_with_ranges(broker):
     corr, resp = P.decode_response(ApiKey.API_VERSIONS, 0, recv_exact(c.sock, n))
     assert corr == 5 and resp.error_code == 35
     ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-    assert ranges[ApiKey.PRODUCE] == (0, 9) and ranges[ApiKey.FETCH] == (0, 12)
+    assert ranges[ApiKey.PRODUCE] == (0, 9) and ranges[ApiKey.FETCH] == (0, 15)
     assert all(lo == 0 for lo, _ in ranges.values())
 
 

@@ -52,7 +52,7 @@ PRODUCE = declare(0, "Produce", max_version=9, first_flexible=9, request="""
     throttle_time_ms         int32   v1+
 """)
 
-FETCH = declare(1, "Fetch", max_version=12, first_flexible=12, request="""
+FETCH = declare(1, "Fetch", max_version=15, first_flexible=12, request="""
     cluster_id               string  v12+  null  tag=0  =null
     replica_id               int32   v0-14  =-1
     replica_state            {}      v15+  tag=1  =null
@@ -112,6 +112,16 @@ FETCH = declare(1, "Fetch", max_version=12, first_flexible=12, request="""
       port                   int32
       rack                   string  null  =null
 """)
+
+
+
+def fetch_replica_id(version: int, req) -> int:
+    """A Fetch's follower broker id, -1 for a consumer: v15 moved it into the tagged
+    ``replica_state`` (KIP-903)."""
+    if version < 15:
+        return req.replica_id
+    return req.replica_state.replica_id if req.replica_state is not None else -1
+
 
 LIST_OFFSETS = declare(2, "ListOffsets", max_version=9, first_flexible=6, request="""
     replica_id               int32   =-1
