@@ -76,7 +76,7 @@ def negotiate(broker_ranges: dict[int, tuple[int, int]]) -> dict[int, int]:
     """Per API key, the highest version both we and the broker implement.
 
     >>> negotiate({0: (0, 11), 3: (0, 4), 99: (0, 1)})[0], negotiate({3: (0, 4)})[3]
-    (9, 4)
+    (10, 4)
     """
     out = {}
     for key, (lo, hi) in broker_ranges.items():

@@ -66,7 +66,7 @@ def test_config_aliases_defaults_and_errors():
 
 
 def test_negotiate_picks_highest_common_version():
-    assert negotiate({0: (0, 11), 1: (5, 20), 3: (13, 14), 777: (0, 3)}) == {0: 9, 1: 12}
+    assert negotiate({0: (0, 11), 1: (5, 20), 3: (13, 14), 777: (0, 3)}) == {0: 10, 1: 12}
 
 
 def test_accumulator_readiness_and_split():

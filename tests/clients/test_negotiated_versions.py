@@ -102,4 +102,5 @@ def test_librdkafka_versions(recorded):
     assert got["OffsetCommit"] == 8 and got["OffsetFetch"] == 8
     # Fetch 16 (we stop at 15): v13+ name topics by id (KIP-516), taken from Metadata
     assert got["Fetch"] == 15
+    assert got["Produce"] == 10     # KIP-951's leader hints (librdkafka 2.4+)
     assert set(got) <= set(API_NAMES.values())

@@ -38,8 +38,9 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Incre
            "DeleteGroups": 2, "OffsetForLeaderEpoch": 4, "DescribeAcls": 3, "CreateAcls": 3,
            "DeleteAcls": 3, "DeleteTopics": 6,
            # Produce v8 error messages (KIP-467), v9 and Fetch v12 flexible (Fetch v12: last fetched
-           # epoch and diverging epoch, KIP-320; v13's topic ids need KIP-516)
-           "Produce": 9, "Fetch": 12}
+           # epoch and diverging epoch, KIP-320; v13's topic ids need KIP-516); Produce v10 leader
+           # hints (KIP-951; v11 needs KIP-890's transactions)
+           "Produce": 10, "Fetch": 12}
 
 
 
@@ -50,7 +51,7 @@ def test_declared_ranges_are_the_design_ranges():
 
 def test_advertised_is_a_switch_per_api():
     adv = Advertised([ApiKey.API_VERSIONS, ApiKey.PRODUCE])
-    assert adv.supports(ApiKey.PRODUCE, 9) and not adv.supports(ApiKey.PRODUCE, 10)
+    assert adv.supports(ApiKey.PRODUCE, 10) and not adv.supports(ApiKey.PRODUCE, 11)
     assert not adv.supports(ApiKey.FETCH, 0)
     adv.enable(ApiKey.FETCH, 0, 4)
     assert adv.supports(ApiKey.FETCH, 4) and not adv.supports(ApiKey.FETCH, 5)

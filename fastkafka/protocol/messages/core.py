@@ -27,7 +27,7 @@ API_VERSIONS = declare(18, "ApiVersions", max_version=3, first_flexible=3, reque
     zk_migration_ready       bool    v3+  tag=3
 """)
 
-PRODUCE = declare(0, "Produce", max_version=9, first_flexible=9, request="""
+PRODUCE = declare(0, "Produce", max_version=10, first_flexible=9, request="""
     transactional_id         string  v3+  null  =null
     acks                     int16
     timeout_ms               int32
@@ -49,7 +49,15 @@ PRODUCE = declare(0, "Produce", max_version=9, first_flexible=9, request="""
           batch_index        int32
           batch_index_error_message string null =null
         error_message        string  v8+  null  =null
+        current_leader       {}      v10+ tag=0  =null
+          leader_id          int32   =-1
+          leader_epoch       int32   =-1
     throttle_time_ms         int32   v1+
+    node_endpoints           []      v10+  tag=0
+      node_id                int32
+      host                   string
+      port                   int32
+      rack                   string  null  =null
 """)
 
 FETCH = declare(1, "Fetch", max_version=15, first_flexible=12, request="""

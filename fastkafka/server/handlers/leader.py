@@ -6,14 +6,20 @@ broker's epoch of the partition is FENCED_LEADER_EPOCH (the requester's metadata
 newer one UNKNOWN_LEADER_EPOCH (this broker's is), -1 skips the check; only then does a broker
 that does not lead the partition answer NOT_LEADER_OR_FOLLOWER. A single broker leads every
 partition in epoch 0 (``EMBEDDED_LEADER_EPOCH``), the epoch Metadata reports there.
+
+A partition refused as not led here can carry a hint of where it is led (KIP-951: Produce v10,
+Fetch v16): ``current_leaders`` answers the leader and epoch and that leader's address on the
+requester's listener, so a client redirects without a Metadata round trip.
 """
 from __future__ import annotations
 
 from fastkafka import errors
 
+from ..partition import NONE
 from ..topics import EMBEDDED_LEADER_EPOCH
+from .metadata import live_brokers
 
-__all__ = ["leader_log", "partition_epoch"]
+__all__ = ["current_leaders", "leader_log", "partition_epoch"]
 
 
 def partition_epoch(ctx, topic: str, partition: int) -> int:
@@ -44,3 +50,40 @@ def leader_log(ctx, topic: str, partition: int, current_epoch: int, *, require_l
         topics.log(topic, partition)    # raises UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER
         raise errors.NotLeaderOrFollowerError(f"{topic}-{partition} has no replica on this broker")
     return lg
+
+
+def _current_leader(ctx, topic: str, partition: int) -> tuple[int, int]:
+    """(leader id, leader epoch) as this broker knows them, (-1, -1) when it knows nothing."""
+    broker = ctx.broker
+    replicas = broker.replicas
+    if replicas is None:
+        return broker.broker_id, EMBEDDED_LEADER_EPOCH
+    # Our replica's view follows the controller's LeaderAndIsr as this broker applied it, so
+    # it agrees with what this broker just refused; an offline replica or none at all knows
+    # nothing, and the metadata cache (the state znodes) answers instead, as in Kafka.
+    part = replicas.get(topic, partition)
+    if part is not None and part.role != NONE:
+        return part.leader, part.leader_epoch
+    view = broker.metadata.partition(topic, partition)
+    return (-1, -1) if view is None else (view.leader, view.leader_epoch)
+
+
+def current_leaders(ctx, partitions) -> tuple[dict, list[tuple[int, str, int, str | None]]]:
+    """For the ``(topic, partition)`` pairs a request was refused as not led here: each one's
+    ``(leader id, leader epoch)`` (-1 for what this broker does not know) and the
+    ``(node id, host, port, rack)`` of those leaders that are alive, on the request's listener
+    (the addresses Metadata would give this client). Only refused partitions pay for it.
+
+    Example (a single broker, which leads everything in epoch 0)::
+
+        >>> from types import SimpleNamespace as NS
+        >>> broker = NS(broker_id=1, replicas=None, cluster=None, endpoint=lambda name: ("h1", 9092))
+        >>> current_leaders(NS(broker=broker, listener="PLAINTEXT"), [("t", 0)])
+        ({('t', 0): (1, 0)}, [(1, 'h1', 9092, None)])
+    """
+    leaders = {tp: _current_leader(ctx, *tp) for tp in partitions}
+    wanted = {leader for leader, _ in leaders.values() if leader >= 0}
+    if not wanted:
+        return leaders, []
+    nodes, _controller = live_brokers(ctx)
+    return leaders, [n for n in nodes if n[0] in wanted]

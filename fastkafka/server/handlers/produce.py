@@ -19,6 +19,15 @@ partitions) and, for a transactional producer, WRITE on its transactional id
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), as Kafka checks them.
 
 v8+ answers a refused partition's reason in ``error_message``; v9+ is flexible (KIP-482).
+
+v10 (KIP-951): a partition refused with NOT_LEADER_OR_FOLLOWER — at once, or by an acks=all
+wait that saw leadership move — carries ``current_leader`` (the leader and epoch this broker
+knows), and the response's ``node_endpoints`` gives those leaders' addresses on the listener the
+request came in on (``leader.current_leaders``, shared with Fetch), so the client redirects
+without a Metadata round trip. Kafka fills them for that error only (Fetch also for
+FENCED_LEADER_EPOCH, which Produce never answers). Only refused partitions pay for the hint.
+v11 is not advertised: it means the client understands TRANSACTION_ABORTABLE and the
+transaction semantics of KIP-890 (server-side partition verification), which we do not have.
 """
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ from ..dispatch import DELAYED
 from ..partition import ACKS_ALL, append_as_leader
 from ..topics import EMBEDDED_LEADER_EPOCH
 from .failure import failure
+from .leader import current_leaders
 
 __all__ = ["handle_produce"]
 
@@ -39,6 +49,9 @@ _INVALID_ACKS = errors.InvalidRequiredAcksError.code
 _UNSUPPORTED_FORMAT = errors.UnsupportedForMessageFormatError.code
 _TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
 _TXN_DENIED = errors.TransactionalIdAuthorizationFailedError.code
+_NOT_LEADER = errors.NotLeaderOrFollowerError.code
+# v10+ (KIP-951): the first version whose response carries leader hints
+_LEADER_HINTS = 10
 # v8+ (KIP-467): a batch is accepted or refused whole here, so no record is singled out; the
 # partition's error_message says why it was refused
 _NO_RECORD_ERRORS = ()
@@ -72,11 +85,31 @@ def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     return 0, info.base_offset, info.log_append_time, info.log_start_offset, waiting
 
 
-def _response(ctx, results):
+def _leader_hints(ctx, refused) -> list:
+    """Sets ``current_leader`` on each ``(topic, fields)`` refused as not led here; the
+    response's ``node_endpoints`` for them."""
     cls = ctx.codec.api.response
-    return cls(throttle_time_ms=0, responses=[
+    leaders, nodes = current_leaders(ctx, [(t, kw["index"]) for t, kw in refused])
+    hint = cls.Responses.PartitionResponses.CurrentLeader
+    for t, kw in refused:
+        leader_id, epoch = leaders[(t, kw["index"])]
+        kw["current_leader"] = hint(leader_id=leader_id, leader_epoch=epoch)
+    return [cls.NodeEndpoints(node_id=i, host=h, port=p, rack=r) for i, h, p, r in nodes]
+
+
+def _response(ctx, results, not_led):
+    """``not_led``: the ``(topic, fields)`` refused as not led here, hinted at from v10."""
+    cls = ctx.codec.api.response
+    nodes = _leader_hints(ctx, not_led) if not_led and ctx.version >= _LEADER_HINTS else []
+    return cls(throttle_time_ms=0, node_endpoints=nodes, responses=[
         cls.Responses(name=t, partition_responses=[cls.Responses.PartitionResponses(**kw) for kw in parts])
         for t, parts in results])
+
+
+def _respond_after_acks(ctx, results, not_led, waiting):
+    """The answer once the acks=all wait is over: it may have seen leadership move, too."""
+    moved = [(w.key[0], kw) for kw, w in waiting if kw["error_code"] == _NOT_LEADER]
+    ctx.send(_response(ctx, results, not_led + moved))
 
 
 def handle_produce(ctx, req):
@@ -84,6 +117,7 @@ def handle_produce(ctx, req):
     replicas = ctx.broker.replicas
     results = []
     waiting = []
+    not_led = []    # (topic, fields) of partitions refused as not led here (the rare path)
     txn_id = req.transactional_id
     refused = None if acks in (0, 1, ACKS_ALL) else _INVALID_ACKS
     if refused is None and txn_id is not None and not ctx.authorize(AclOperation.WRITE, TRANSACTIONAL_ID, txn_id):
@@ -106,6 +140,8 @@ def handle_produce(ctx, req):
             kw = dict(index=p.index, error_code=code, base_offset=base, log_append_time_ms=lat,
                       log_start_offset=lso, record_errors=_NO_RECORD_ERRORS, error_message=message)
             parts.append(kw)
+            if code == _NOT_LEADER:
+                not_led.append((t.name, kw))
             if wait is not None:
                 waiting.append((kw, wait))
         if ctx.metrics is not None:
@@ -113,7 +149,7 @@ def handle_produce(ctx, req):
     if acks == 0:
         return None
     if waiting:
-        wait_for_acks_all(req.timeout_ms, waiting, lambda: ctx.send(_response(ctx, results)),
+        wait_for_acks_all(req.timeout_ms, waiting, lambda: _respond_after_acks(ctx, results, not_led, waiting),
                           replicas.produce_purgatory)
         return DELAYED
-    return _response(ctx, results)
+    return _response(ctx, results, not_led)
