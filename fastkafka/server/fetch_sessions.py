@@ -171,7 +171,8 @@ class FetchContext:
 
     def answer(self, results: list) -> tuple[int, int, list]:
         """``(error code, session id, results to send)`` for ``results``, the read of
-        :attr:`topics` (one ``(name, topic id, [partition kwargs])`` per entry, in the same order).
+        :attr:`topics`: one tuple per entry, in the same order, whose last item is the list of its
+        partitions' response fields (the other items are passed through).
         A full fetch opens its session here; an incremental one keeps the partitions whose
         answer changed and remembers what they were told. Call once, when the answer goes out."""
         if self.error:
@@ -218,6 +219,11 @@ class FetchSessionCache:
         """NumIncrementalFetchPartitionsCached."""
         with self._lock:
             return sum(len(s.partitions) for s in self._sessions.values())
+
+    def sessions(self) -> list[tuple[int, int, int]]:
+        """``(session id, next epoch expected, partitions)`` of each session, least recently used first."""
+        with self._lock:
+            return [(s.id, s.epoch, len(s.partitions)) for s in self._sessions.values()]
 
     # --- the request path ---
     def context(self, version: int, session_id: int, epoch: int, topics, forgotten, privileged: bool,
@@ -268,9 +274,9 @@ class FetchSessionCache:
             if session.epoch != next_epoch(ctx._epoch):   # another request on this session came meanwhile
                 return _BAD_EPOCH, session.id, []
             cached = session.partitions
-            for (_, _, cps), (name, topic_id, kws) in zip(ctx.topics, results):
+            for (_, _, cps), entry in zip(ctx.topics, results):
                 kept = []
-                for cp, kw in zip(cps, kws):
+                for cp, kw in zip(cps, entry[-1]):
                     if cp.must_answer(kw):
                         kept.append(kw)
                         if kw["records"]:
@@ -278,18 +284,18 @@ class FetchSessionCache:
                             if cached.get(key) is cp:
                                 cached[key] = cached.pop(key)   # to the back of the order
                 if kept:
-                    out.append((name, topic_id, kept))
+                    out.append(entry[:-1] + (kept,))
         return 0, session.id, out
 
     def _open(self, ctx: FetchContext, results: list) -> int:
-        size = sum(len(kws) for _, _, kws in results)
+        size = sum(len(entry[-1]) for entry in results)
         with self._lock:
             now = self._clock()
             if len(self._sessions) >= self.max_slots and not self._evict_for(ctx._privileged, size, now):
                 return INVALID_SESSION_ID
             cached = {}
-            for (topic, topic_id, parts), (_, _, kws) in zip(ctx.topics, results):
-                for p, kw in zip(parts, kws):
+            for (topic, topic_id, parts), entry in zip(ctx.topics, results):
+                for p, kw in zip(parts, entry[-1]):
                     cached[_key(topic, topic_id, p.partition)] = CachedPartition(topic, topic_id, p, kw)
             session_id = random.randint(1, _MAX_ID)
             while session_id in self._sessions:

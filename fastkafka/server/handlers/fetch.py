@@ -1,4 +1,4 @@
-"""Fetch v0–12: file regions out of the logs, long-polled in a purgatory woken by appends.
+"""Fetch v0–15: file regions out of the logs, long-polled in a purgatory woken by appends.
 
 Per partition the log resolves ``(segment file, position, length)``; the response carries that
 region and the network processor ``sendfile``\\ s it (DESIGN §3) — no record bytes enter Python,
@@ -35,17 +35,28 @@ READ_COMMITTED (v4+) reads up to the last stable offset (below every open transa
 lists the aborted transactions of what it returns, from the segments' aborted-transaction
 indexes; clients drop those producers' batches up to their ABORT markers. Every answer reports
 the last stable offset. With an authorizer a consumer needs READ on each topic and a follower
-CLUSTER_ACTION on the cluster (TOPIC_AUTHORIZATION_FAILED per partition otherwise). Fetch sessions
-(v7+, KIP-227) are declined: every answer carries session id 0, which tells the client to keep
-sending full requests.
+CLUSTER_ACTION on the cluster (TOPIC_AUTHORIZATION_FAILED per partition otherwise).
+
+Fetch sessions (v7+, KIP-227, :mod:`..fetch_sessions`): the session cache turns the request into
+the partitions to read (a full fetch's own, or every partition of an incremental fetch's session)
+and, when the answer goes out, into the partitions to send (an incremental fetch's changed ones)
+and the session id; a long poll waits on all the partitions read.
+
+Topic ids (v13+, KIP-516): topics are named by id, answered by id; an id no topic has answers
+UNKNOWN_TOPIC_ID for each of its partitions (a topic deleted and created again under its name is
+another topic, so a consumer never reads the new one at the old one's offsets). v14 only adds
+tiered storage's error, which a broker without tiered storage never answers; v15 moves the
+follower's id into the tagged ``replica_state`` (KIP-903).
 """
 from __future__ import annotations
 
 
 from fastkafka import errors
+from fastkafka.protocol.messages.core import fetch_replica_id
 
 from ..authorizer import TOPIC, AclOperation
 from ..dispatch import DELAYED
+from ..fetch_sessions import FetchContext
 from ..purgatory import DelayedOperation
 from ..send import FileRegion
 from .failure import failure
@@ -54,8 +65,6 @@ from .leader import leader_log
 __all__ = ["handle_fetch"]
 
 
-_NO_SESSION = errors.FetchSessionIdNotFoundError.code
-_BAD_EPOCH = errors.InvalidFetchSessionEpochError.code
 READ_COMMITTED = 1
 
 
@@ -72,23 +81,46 @@ class _Read:
         self.throttled = 0    # bytes of a follower's throttled partitions (the leader's replication quota)
 
 
-def _read_all(ctx, req) -> _Read:
+def _topics(ctx, req):
+    """``(name, topic id, partitions)`` per requested topic; v13+ name topics by id (the name is
+    None when no topic has the id)."""
+    if ctx.version < 13:
+        return [(t.topic, None, t.partitions) for t in req.topics]
+    name_of = ctx.broker.topics.name_of
+    return [(name_of(t.topic_id), t.topic_id, t.partitions) for t in req.topics]
+
+
+def _session(ctx, req) -> FetchContext:
+    """The request's fetch session context (v0-6: none, the request's partitions)."""
+    topics = _topics(ctx, req)
+    if ctx.version < 7:
+        return FetchContext(None, topics=topics)
+    name_of = ctx.broker.topics.name_of if ctx.version >= 13 else None
+    # a session keys a v13+ partition by its topic id alone: no name needed to forget it
+    forgotten = [(None, t.topic_id, t.partitions) if name_of else (t.topic, None, t.partitions)
+                 for t in req.forgotten_topics_data]
+    return ctx.broker.fetch_sessions.context(ctx.version, req.session_id, req.session_epoch, topics, forgotten,
+                                             fetch_replica_id(ctx.version, req) >= 0, name_of)
+
+
+def _read_all(ctx, req, topics) -> _Read:
     replicas = ctx.broker.replicas
-    follower = req.replica_id if replicas is not None and req.replica_id >= 0 else -1
     version = ctx.version
+    rid = fetch_replica_id(version, req)
+    follower = rid if replicas is not None and rid >= 0 else -1
     down_magic = 0 if version <= 1 else (1 if version <= 3 else None)
     kip74 = version >= 3
     budget = req.max_bytes if kip74 else 1 << 62
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
-    from_replica = req.replica_id >= 0
+    from_replica = rid >= 0
     out = _Read(from_replica)
     quota = replicas.leader_quota if follower >= 0 and not replicas.leader_quota.unlimited else None
-    for t in req.topics:
+    for topic, topic_id, partitions in topics:
         parts = []
         # Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic
         allowed = (ctx.authorize_cluster(AclOperation.CLUSTER_ACTION) if from_replica
-                   else ctx.authorize(AclOperation.READ, TOPIC, t.topic))
-        for p in t.partitions:
+                   else topic is None or ctx.authorize(AclOperation.READ, TOPIC, topic))
+        for p in partitions:
             hw = start = stable = -1
             code = 0
             diverging = None
@@ -96,10 +128,12 @@ def _read_all(ctx, req) -> _Read:
             aborted = [] if committed else None
             try:
                 if not allowed:
-                    raise errors.TopicAuthorizationFailedError(f"not authorized to read {t.topic}")
-                lg = leader_log(ctx, t.topic, p.partition, p.current_leader_epoch)
+                    raise errors.TopicAuthorizationFailedError(f"not authorized to read {topic}")
+                if topic is None:
+                    raise errors.UnknownTopicIdError(f"no topic has the id {topic_id}")
+                lg = leader_log(ctx, topic, p.partition, p.current_leader_epoch)
                 if follower >= 0:
-                    replicas.follower_fetched(t.topic, p.partition, follower, p.fetch_offset, p.log_start_offset)
+                    replicas.follower_fetched(topic, p.partition, follower, p.fetch_offset, p.log_start_offset)
                 hw, start = lg.high_watermark, lg.log_start_offset
                 stable = lg.last_stable_offset
                 upto = None if follower >= 0 else (stable if committed else hw)
@@ -107,7 +141,7 @@ def _read_all(ctx, req) -> _Read:
                 throttled = quota is not None and quota.is_throttled(
                     lg.config.leader_replication_throttled_replicas, p.partition)
                 # held back: answered empty, nothing recorded
-                held = throttled and replicas.holds_back(t.topic, p.partition, follower)
+                held = throttled and replicas.holds_back(topic, p.partition, follower)
                 if p.last_fetched_epoch >= 0 and version >= 12:
                     diverging = _diverging(lg, p.last_fetched_epoch, p.fetch_offset)
                     held = held or diverging is not None
@@ -128,13 +162,13 @@ def _read_all(ctx, req) -> _Read:
                             aborted = [{"producer_id": pid, "first_offset": first} for pid, first
                                        in lg.aborted_transactions(p.fetch_offset, stable)]
             except Exception as e:
-                code = failure(e, "fetch from %s-%d", t.topic, p.partition)[0]
+                code = failure(e, "fetch from %s-%d", topic, p.partition)[0]
                 out.errored = True
             parts.append(dict(partition_index=p.partition, error_code=code, high_watermark=hw,
                               last_stable_offset=stable, log_start_offset=start,
                               aborted_transactions=aborted, diverging_epoch=diverging,
                               preferred_read_replica=-1, records=records))
-        out.results.append((t.topic, parts))
+        out.results.append((topic, topic_id, parts))
     return out
 
 
@@ -151,7 +185,9 @@ def _diverging(lg, last_fetched_epoch: int, fetch_offset: int) -> dict | None:
 
 def _count(ctx, read: _Read) -> None:
     """The answer's bytes and failed partitions, once per topic (the response is final here)."""
-    for name, parts in read.results:
+    for name, _topic_id, parts in read.results:
+        if name is None:
+            continue
         ctx.metrics.fetched(name, sum(len(kw["records"]) for kw in parts),
                             sum(1 for kw in parts if kw["error_code"]), read.replication)
 
@@ -161,47 +197,47 @@ def _down_convert(region, magic: int) -> bytes:
     return legacy.down_convert(region.read_bytes(), magic)
 
 
-def _response(ctx, read: _Read, error_code: int = 0):
+def _response(ctx, read: _Read, session: FetchContext):
     if ctx.metrics is not None:
         _count(ctx, read)
     if read.throttled:
         ctx.broker.replicas.leader_quota.record(read.throttled)
+    error_code, session_id, results = session.answer(read.results)
     cls = ctx.codec.api.response
-    return cls(throttle_time_ms=0, error_code=error_code, session_id=0, responses=[
-        cls.Responses(topic=name, partitions=[cls.Responses.Partitions(**kw) for kw in parts])
-        for name, parts in read.results])
+    return cls(throttle_time_ms=0, error_code=error_code, session_id=session_id, responses=[
+        cls.Responses(topic=name, topic_id=topic_id, partitions=[cls.Responses.Partitions(**kw) for kw in parts])
+        for name, topic_id, parts in results])
 
 
 class DelayedFetch(DelayedOperation):
     """A fetch waiting for ``min_bytes``; completes on an append that satisfies it or at its deadline."""
 
-    def __init__(self, ctx, req):
+    def __init__(self, ctx, req, session: FetchContext):
         super().__init__(req.max_wait_ms)
-        self.ctx, self.req = ctx, req
+        self.ctx, self.req, self.session = ctx, req, session
         self.read: _Read | None = None
 
     def try_complete(self) -> bool:
-        read = _read_all(self.ctx, self.req)
+        read = _read_all(self.ctx, self.req, self.session.topics)
         if read.total >= self.req.min_bytes or read.errored:
             self.read = read
             return self.force_complete()
         return False
 
     def on_complete(self) -> None:
-        read = self.read if self.read is not None else _read_all(self.ctx, self.req)
-        self.ctx.send(_response(self.ctx, read))
+        read = self.read if self.read is not None else _read_all(self.ctx, self.req, self.session.topics)
+        self.ctx.send(_response(self.ctx, read, self.session))
 
 
 def handle_fetch(ctx, req):
-    if ctx.version >= 7:
-        if req.session_id != 0:
-            return _response(ctx, _Read(), _NO_SESSION)
-        if req.session_epoch not in (-1, 0):
-            return _response(ctx, _Read(), _BAD_EPOCH)
-    read = _read_all(ctx, req)
-    if req.max_wait_ms <= 0 or read.total >= req.min_bytes or read.errored or not req.topics:
-        return _response(ctx, read)
-    keys = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
-    op = DelayedFetch(ctx, req)
+    session = _session(ctx, req)
+    if session.error:
+        return _response(ctx, _Read(), session)
+    read = _read_all(ctx, req, session.topics)
+    if req.max_wait_ms <= 0 or read.total >= req.min_bytes or read.errored or not session.topics:
+        return _response(ctx, read, session)
+    keys = [(name, p.partition) for name, _, partitions in session.topics if name is not None
+            for p in partitions]
+    op = DelayedFetch(ctx, req, session)
     ctx.broker.fetch_purgatory.try_complete_else_watch(op, keys)
     return DELAYED
