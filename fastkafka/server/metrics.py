@@ -40,6 +40,9 @@ lower case, ``_total`` on counters, times in seconds instead of ms); the mapping
 * ``kafka_server_replicamanager_isrshrinks_total`` -- ReplicaManager IsrShrinksPerSec
 * ``kafka_server_replicamanager_isrexpands_total`` -- ReplicaManager IsrExpandsPerSec
 * ``kafka_controller_kafkacontroller_offlinepartitionscount`` -- KafkaController OfflinePartitionsCount
+* ``kafka_server_fetchsessioncache_numincrementalfetchsessions`` -- FetchSessionCache NumIncrementalFetchSessions
+* ``kafka_server_fetchsessioncache_numincrementalfetchpartitionscached`` -- NumIncrementalFetchPartitionsCached
+* ``kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total`` -- IncrementalFetchSessionEvictionsPerSec
 * ``kafka_consumergroup_lag{group,topic,partition}`` -- none in Kafka: kafka_exporter's name; log end - committed
 
 The request-time histograms share :data:`TIME_BUCKETS`. A request whose connection closes before

@@ -71,6 +71,16 @@ class _BrokerCollector:
         yield from self._logs()
         yield from self._replication()
         yield from self._lag()
+        yield from self._fetch_sessions()
+
+    def _fetch_sessions(self):
+        cache = self._broker.fetch_sessions
+        yield GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",
+                                "Incremental fetch sessions (KIP-227) in the cache.", value=cache.num_sessions())
+        yield GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+                                "Partitions held by the incremental fetch sessions.", value=cache.num_partitions())
+        yield CounterMetricFamily("kafka_server_fetchsessioncache_incrementalfetchsessionevictions",
+                                  "Fetch sessions evicted to make room for new ones.", value=cache.evictions)
 
     def _topic_counters(self):
         counts = self._metrics.topic_counts()

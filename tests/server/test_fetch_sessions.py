@@ -277,3 +277,19 @@ def test_v13_sessions_key_partitions_by_topic_id(broker):
     # a session opened naming topics by id does not serve a request naming them (nor the reverse)
     r = fetch(c, sid, 4)
     assert (r.error_code, r.responses) == (E.FetchSessionTopicIdError.code, [])
+
+
+def test_session_metrics_are_scraped(tmp_path):
+    """Kafka's FetchSessionCache metrics on metrics.port (prometheus_client is a test dependency)."""
+    import urllib.request
+    with running_broker(tmp_path / "data", metrics_port=0, max_incremental_fetch_session_cache_slots=1) as broker:
+        broker.topics.create("m", 3)
+        c = Raw(broker.port)
+        fetch(c, 0, 0, {"m": {0: 0, 1: 0, 2: 0}})
+        fetch(c, 0, 0, {"m": {0: 0}}, replica_id=1)        # evicts the consumer's session
+        text = urllib.request.urlopen(f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=10).read().decode()
+    samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("kafka_server_fetchsession"))
+    assert {k: float(v) for k, v in samples.items()} == {
+        "kafka_server_fetchsessioncache_numincrementalfetchsessions": 1.0,
+        "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached": 1.0,
+        "kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total": 1.0}
