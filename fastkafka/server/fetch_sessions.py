@@ -165,10 +165,6 @@ class FetchContext:
         self._session, self._epoch, self._full = session, epoch, full
         self._privileged, self._uses_topic_ids = privileged, uses_topic_ids
 
-    @property
-    def incremental(self) -> bool:
-        return self._session is not None
-
     def answer(self, results: list) -> tuple[int, int, list]:
         """``(error code, session id, results to send)`` for ``results``, the read of
         :attr:`topics`: one tuple per entry, in the same order, whose last item is the list of its
@@ -236,7 +232,7 @@ class FetchSessionCache:
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id != INVALID_SESSION_ID:
                 with self._lock:
-                    self._remove(session_id)
+                    self._sessions.pop(session_id, None)
             return FetchContext(self, topics=topics, full=epoch == INITIAL_EPOCH, privileged=privileged,
                                 uses_topic_ids=uses_topic_ids)
         with self._lock:
@@ -260,7 +256,7 @@ class FetchSessionCache:
                 for i in indexes:
                     cached.pop(_key(topic, topic_id, i), None)
             if not cached:
-                self._remove(session_id)
+                del self._sessions[session_id]
                 return FetchContext(self, topics=topics)
             session.last_used = self._clock()
             self._sessions.move_to_end(session_id)
@@ -322,9 +318,6 @@ class FetchSessionCache:
         del self._sessions[victim.id]
         self.evictions += 1
         return True
-
-    def _remove(self, session_id: int) -> None:
-        self._sessions.pop(session_id, None)
 
 
 def _groups(cached, name_of) -> list:
