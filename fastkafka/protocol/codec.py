@@ -246,16 +246,18 @@ class _Gen:
         flush()
         if flex:
             if tagged:
-                body.append("tf = []")
+                # most objects set none of their tagged fields (KIP-951's leader hints, only on
+                # refused partitions): then the count byte alone, without a list or a call
+                conds, lines = [], []
                 for i, f in sorted(tagged, key=lambda p: p[1].tag):
                     ns[f"_w{i}"] = self.writer(f, v, flex)
                     ns[f"_d{i}"] = f.default
                     cond = (f"o.{f.name}" if f.default is _MISSING else
                             f"o.{f.name} is not None" if f.default is None else f"o.{f.name} != _d{i}")
-                    body.append(f"if {cond}: tf.append(({f.tag}, _w{i}, o.{f.name}))")
-                # most objects set none of their tagged fields (KIP-951's leader hints, only on
-                # refused partitions): then the count byte alone, without a call
-                body += ["if tf: _wtags(out, tf)", "else: out.append(0)"]
+                    conds.append(f"({cond})")
+                    lines.append(f"    if {cond}: tf.append(({f.tag}, _w{i}, o.{f.name}))")
+                body += [f"if {' or '.join(conds)}:", "    tf = []", *lines, "    _wtags(out, tf)",
+                         "else:", "    out.append(0)"]
             else:
                 body.append("out.append(0)")
         return _compile("_encode", "o, out, regions", body, ns, f"encode {s.name} v{v}")
