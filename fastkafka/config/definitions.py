@@ -283,6 +283,10 @@ define("offset.metadata.max.bytes", INT, 4096, at_least(0), "Largest metadata st
 define("group.min.session.timeout.ms", INT, 6000, at_least(0), "Smallest session.timeout.ms a member may ask for.")
 define("group.max.session.timeout.ms", INT, 1_800_000, at_least(0), "Largest session.timeout.ms a member may ask for.")
 define("group.initial.rebalance.delay.ms", INT, 3000, at_least(0), "Wait this long for more members before the first rebalance of an empty group.")
+define("group.consumer.session.timeout.ms", INT, 45_000, at_least(1), "A KIP-848 consumer group member "
+       "silent this long is fenced and its partitions handed on.")
+define("group.consumer.heartbeat.interval.ms", INT, 5000, at_least(1), "How often KIP-848 consumer group "
+       "members are told to heartbeat.")
 define("producer.id.expiration.ms", INT, 86_400_000, at_least(1), "Forget an idempotent producer's "
        "state (epoch, last sequences) once its newest batch is this old; it may then start from any sequence.")
 define("producer.id.expiration.check.interval.ms", INT, 600_000, at_least(1),

@@ -41,6 +41,7 @@ import uuid
 from typing import Callable
 
 from .. import errors
+from .consumer_groups import ConsumerGroupHeartbeats
 from .group_admin import GroupAdmin
 from .group_offsets import GroupOffsets
 from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, GroupMetadata,
@@ -60,13 +61,15 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class GroupCoordinator(GroupAdmin, GroupOffsets):
-    """Membership, generations and offsets of every group this broker coordinates."""
+class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
+    """Membership, generations and offsets of every group this broker coordinates (classic
+    groups here, KIP-848 consumer groups in :mod:`.consumer_groups`)."""
 
     def __init__(self, manager: GroupMetadataManager, *, clock: Callable[[], int] = wall_clock_ms,
                  min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1_800_000,
                  initial_rebalance_delay_ms: int = 3000,
-                 offsets_retention_check_interval_ms: int = 600_000):
+                 offsets_retention_check_interval_ms: int = 600_000,
+                 consumer_session_timeout_ms: int = 45_000, consumer_heartbeat_interval_ms: int = 5000):
         self.manager = manager
         self.clock = clock
         self.min_session_timeout_ms = min_session_timeout_ms
@@ -78,6 +81,13 @@ class GroupCoordinator(GroupAdmin, GroupOffsets):
         self._depth = 0               # nested _locked calls (a write completing inside one)
         self._outbox: list[tuple[Callable, object]] = []
         self.active = True
+        #: KIP-848 consumer groups by id (the classic ones are the manager's)
+        self.consumer_groups: dict = {}
+        self.consumer_session_timeout_ms = consumer_session_timeout_ms
+        self.consumer_heartbeat_interval_ms = consumer_heartbeat_interval_ms
+        #: a topic's ``(topic_id, partition count)`` by name, None if it does not exist: what
+        #: consumer groups are assigned from (the broker sets it; without it they get nothing)
+        self.topic_metadata: Callable[[str], tuple | None] | None = None
         #: cluster mode: the error the groups of a ``__consumer_offsets`` partition get here — 0
         #: when this broker leads it (and coordinates them), NOT_COORDINATOR when another does,
         #: COORDINATOR_LOAD_IN_PROGRESS while it becomes leader, COORDINATOR_NOT_AVAILABLE while
@@ -106,7 +116,9 @@ class GroupCoordinator(GroupAdmin, GroupOffsets):
                  min_session_timeout_ms=config["group.min.session.timeout.ms"],
                  max_session_timeout_ms=config["group.max.session.timeout.ms"],
                  initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
-                 offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"])
+                 offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+                 consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
+                 consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"])
         if load:
             gc.load_all()
         return gc
@@ -158,6 +170,9 @@ class GroupCoordinator(GroupAdmin, GroupOffsets):
                 for group in self.manager.unload_partition(p):
                     self._send_away(group)
                     group.transition(DEAD, self.clock())   # writes still in flight leave it be
+            gone = set(partitions)
+            for gid in [g for g in self.consumer_groups if self.manager.partition_for(g) in gone]:
+                del self.consumer_groups[gid]
         self._locked(unload)
 
     def _send_away(self, group: GroupMetadata) -> None:
@@ -209,6 +224,11 @@ class GroupCoordinator(GroupAdmin, GroupOffsets):
             return fail(code)
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             return fail(E.InvalidSessionTimeoutError.code)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:     # no classic members in a consumer group here
+                return fail(E.InconsistentGroupProtocolError.code)
+            del self.consumer_groups[group_id]         # an empty one gives way, as in Kafka
         now = self.clock()
         group = self._group(group_id)
         names = [n for n, _ in protocols]
@@ -549,6 +569,8 @@ class GroupCoordinator(GroupAdmin, GroupOffsets):
     def _tick(self, now: int) -> None:
         for group in list(self.manager.groups.values()):
             self._expire(group, now)
+        for consumer_group in list(self.consumer_groups.values()):
+            self._expire_consumer_group(consumer_group, now)
         if now >= self._next_retention_check:
             self._next_retention_check = now + self.retention_check_interval_ms
             self.manager.expire_offsets(now)

@@ -34,16 +34,30 @@ class GroupAdmin:
             if E.CoordinatorLoadInProgressError.code in codes:
                 return E.CoordinatorLoadInProgressError.code, []
             owned = {p for p, code in enumerate(codes) if code == NONE}
-            return NONE, [(g.group_id, g.protocol_type or "", g.state)
-                          for g in self.manager.groups.values()
-                          if not g.is_(DEAD) and self.manager.partition_for(g.group_id) in owned
-                          and (not wanted or g.state.lower() in wanted)]
+            classic = [(g.group_id, g.protocol_type or "", g.state) for g in self.manager.groups.values()
+                       if not g.is_(DEAD) and g.group_id not in self.consumer_groups]
+            # KIP-848 groups list with the consumer protocol type (ListGroups v5 types them)
+            consumer = [(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state) for g in self.consumer_groups.values()]
+            return NONE, [(gid, t, state) for gid, t, state in classic + consumer
+                          if self.manager.partition_for(gid) in owned
+                          and (not wanted or state.lower() in wanted)]
+
+    def group_type(self, group_id: str) -> str:
+        """``consumer`` for a KIP-848 group, else ``classic`` (ListGroups v5's GroupType)."""
+        return "consumer" if group_id in self.consumer_groups else "classic"
 
     def describe_group(self, group_id: str) -> GroupSummary:
         return self._locked(self._describe, group_id)
 
     def _describe(self, group_id):
         code = self._check_available(group_id)
+        consumer_group = None if code else self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            # a KIP-848 group in DescribeGroups' terms: its members without classic metadata
+            members = [MemberSummary(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
+                       for m in consumer_group.members.values()]
+            return GroupSummary(NONE, group_id, consumer_group.state, CONSUMER_PROTOCOL_TYPE,
+                                consumer_group.assignor_name, members)
         group = self._group(group_id)
         if code or group is None:
             return GroupSummary(code, group_id, DEAD, "", "", [])
@@ -88,6 +102,15 @@ class GroupAdmin:
         for gid in group_ids:
             code = self._check_available(gid) if gid else E.InvalidGroupIdError.code
             group = self._group(gid)
+            consumer_group = None if code else self.consumer_groups.get(gid)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    result[gid] = E.NonEmptyGroupError.code
+                    continue
+                del self.consumer_groups[gid]
+                if group is None or group.is_(DEAD):    # no offsets committed: nothing more to delete
+                    result[gid] = NONE
+                    continue
             if code:
                 result[gid] = code
             elif group is None or group.is_(DEAD):

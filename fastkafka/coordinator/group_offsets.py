@@ -40,7 +40,13 @@ class GroupOffsets:
     def _commit(self, group_id, member_id, generation_id, offsets, instance_id, callback):
         done = self._answer_later(callback)
         code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
-        if not code:
+        consumer_group = None if code else self.consumer_groups.get(group_id)
+        if consumer_group is not None:        # KIP-848: the generation is the member epoch
+            self._expire_consumer_group(consumer_group, self.clock())
+            code = self._consumer_offsets_error(consumer_group, member_id, generation_id, commit=True)
+            if not code:
+                return self.manager.store_offsets(self.manager.get_or_create(group_id), offsets, done)
+        elif not code:
             group = self._group(group_id)
             if group is None or group.is_(DEAD):
                 if generation_id < 0:
@@ -106,10 +112,12 @@ class GroupOffsets:
         ``__consumer_offsets-<partition>``: its offsets there are committed or dropped."""
         self._locked(self.manager.complete_txn, producer_id, partition, commit)
 
-    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
+                      member_id: str | None = None, member_epoch: int = -1
                       ) -> tuple[int, dict[tuple[str, int], OffsetAndMetadata | None]]:
-        """``(error, {tp: committed or None})``; every committed partition when ``partitions`` is None."""
-        return self._locked(self._fetch, group_id, partitions)
+        """``(error, {tp: committed or None})``; every committed partition when ``partitions`` is None.
+        ``member_id`` / ``member_epoch`` (OffsetFetch v9) are checked against a consumer group's."""
+        return self._locked(self._fetch, group_id, partitions, member_id, member_epoch)
 
     def unstable_offsets(self, group_id: str) -> set[tuple[str, int]]:
         """The partitions with offsets committed in a transaction not yet ended (KIP-447's
@@ -120,8 +128,11 @@ class GroupOffsets:
         group = self._group(group_id)
         return set() if group is None else {tp for pending in group.pending_txn_offsets.values() for tp in pending}
 
-    def _fetch(self, group_id, partitions):
+    def _fetch(self, group_id, partitions, member_id=None, member_epoch=-1):
         code = self._check_available(group_id)
+        consumer_group = None if code else self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            code = self._consumer_offsets_error(consumer_group, member_id, member_epoch, commit=False)
         if code:
             return code, {tp: None for tp in partitions or ()}
         return NONE, self.manager.fetch_offsets(group_id, partitions)

@@ -42,7 +42,7 @@ def min_size(s: Struct, v: int, flex: bool) -> int:
         elif f.type == "uuid":
             total += 16
         elif f.type == "struct":
-            total += min_size(f.struct, v, flex)
+            total += 1 if f.nullable(v) else min_size(f.struct, v, flex)
         else:
             total += 1 if flex else (2 if f.type == "string" else 4)
     return max(total, 1)
@@ -64,7 +64,8 @@ class _Gen:
             size = one.size
             return lambda buf, pos: (one.unpack_from(buf, pos)[0], pos + size)
         if f.type == "struct":
-            return self.decoder(f.struct, v, flex)
+            dec = self.decoder(f.struct, v, flex)
+            return _nullable_struct_reader(dec) if nullable else dec
         if f.type == "array":
             if f.struct is not None:
                 return T.make_array_reader(self.decoder(f.struct, v, flex), flex, nullable,
@@ -82,6 +83,8 @@ class _Gen:
             return lambda out, x: out.extend(pack(x))
         if f.type == "struct":
             enc = self.encoder(f.struct, v, flex)
+            if nullable:
+                return lambda out, x: out.append(0xFF) if x is None else (out.append(1), enc(x, out, []))
             return lambda out, x: enc(x, out, [])
         if f.type == "array":
             if f.struct is not None:
@@ -227,7 +230,11 @@ class _Gen:
             elif f.type in ("array", "struct") and f.struct is not None:
                 ns[f"_e{i}"] = self.encoder(f.struct, v, flex)
                 if f.type == "struct":
-                    body.append(f"_e{i}(o.{f.name}, out, regions)")
+                    if f.nullable(v):      # Kafka's nullable struct: int8 -1 for null, 1 before one
+                        body += [f"x = o.{f.name}", "if x is None: out.append(0xFF)",
+                                 f"else: out.append(1); _e{i}(x, out, regions)"]
+                    else:
+                        body.append(f"_e{i}(o.{f.name}, out, regions)")
                     continue
                 body += [f"x = o.{f.name}", "if x is None:"]
                 body.append("    _wlen(out, -1)" if f.nullable(v) else
@@ -261,6 +268,17 @@ class _Gen:
             else:
                 body.append("out.append(0)")
         return _compile("_encode", "o, out, regions", body, ns, f"encode {s.name} v{v}")
+
+
+def _nullable_struct_reader(dec):
+    """Kafka's nullable struct: an int8, -1 for null (then nothing), else the struct follows."""
+    def read(buf, pos):
+        if pos >= len(buf):
+            raise T.ProtocolError("a nullable struct's marker is missing")
+        if buf[pos] == 0xFF:
+            return None, pos + 1
+        return dec(buf, pos + 1)
+    return read
 
 
 def _blob_lines(var: str, kind: str, nullable: bool) -> list[str]:

@@ -108,6 +108,7 @@ class CoordinationService:
                                 compression=cfg["offsets.topic.compression.codec"],
                                 read_chunk=cfg["offsets.load.buffer.size"], writer=writer)
         self.groups = GroupCoordinator.from_config(cfg, store, load=False)
+        self.groups.topic_metadata = self._topic_metadata        # what consumer groups are assigned
         self.producer_ids = ProducerIdManager(self._producer_id_store(zk_client),
                                               block_size=cfg["producer.id.block.size"])
         self.transactions: TransactionCoordinator | None = None
@@ -128,6 +129,14 @@ class CoordinationService:
             # embedded: loaded by the thread below; cluster mode: with each partition's leadership
             self.transactions = self._build_transactions()
         self._thread.start()
+
+    def _topic_metadata(self, name: str) -> tuple | None:
+        """A topic's ``(topic_id, partition count)``, None while it does not exist (or has no
+        id yet: KIP-848 assignments name topics by id)."""
+        info = self.topics.get(name)
+        if info is None or not info.topic_id.int:
+            return None
+        return info.topic_id, info.partitions
 
     def transaction_coordinator(self) -> TransactionCoordinator | None:
         """The transaction coordinator, built on first use: on one broker with

@@ -95,11 +95,11 @@ def test_librdkafka_versions(recorded):
     got = {name: max(vs) for name, vs in seen.items()}
     print("librdkafka", ck.libversion()[0], sorted(got.items()))
     # librdkafka 2.x's own ceilings (rdkafka_request.c): Metadata 12, FindCoordinator 2,
-    # JoinGroup 5, SyncGroup 3, Heartbeat 3, OffsetCommit 9 (we stop at 8), OffsetFetch 9 (8)
+    # JoinGroup 5, SyncGroup 3, Heartbeat 3, OffsetCommit 9, OffsetFetch 9 (KIP-848's member epochs)
     assert got["Metadata"] == 12
     assert got["FindCoordinator"] == 2
     assert got["JoinGroup"] == 5
-    assert got["OffsetCommit"] == 8 and got["OffsetFetch"] == 8
+    assert got["OffsetCommit"] == 9 and got["OffsetFetch"] == 9
     # Fetch 16 (we stop at 15): v13+ name topics by id (KIP-516), taken from Metadata
     assert got["Fetch"] == 15
     assert got["Produce"] == 10     # KIP-951's leader hints (librdkafka 2.4+)

@@ -28,7 +28,8 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Incre
            "FindCoordinator": 5, "JoinGroup": 9, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 5,
            "ListGroups": 5, "DescribeGroups": 5,
            # and of Metadata (v10+ topic ids: all zero here), offsets (v8 OffsetFetch: many groups)
-           "Metadata": 12, "OffsetCommit": 8, "OffsetFetch": 8,
+           # (v9: KIP-848's member epochs)
+           "Metadata": 12, "OffsetCommit": 9, "OffsetFetch": 9,
            # v8: -4 local log start, v9: -5 last tiered offset (no tiered storage here)
            "ListOffsets": 9,
            # the rest of the admin surface's flexible versions (KIP-482): DescribeConfigs v3
@@ -40,7 +41,9 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Incre
            # Produce v8 error messages (KIP-467), v9 and Fetch v12 flexible (Fetch v12: last fetched
            # epoch and diverging epoch, KIP-320; v13's topic ids need KIP-516); Produce v10 leader
            # hints (KIP-951; v11 needs KIP-890's transactions)
-           "Produce": 10, "Fetch": 12}
+           "Produce": 10, "Fetch": 12,
+           # KIP-848's consumer group protocol (heartbeat v1: KIP-1082's client-chosen member ids)
+           "ConsumerGroupHeartbeat": 1, "ConsumerGroupDescribe": 0}
 
 
 

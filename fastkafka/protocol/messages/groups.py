@@ -4,7 +4,7 @@ Notation: see :mod:`fastkafka.protocol.schema`.
 """
 from ..schema import declare
 
-OFFSET_COMMIT = declare(8, "OffsetCommit", max_version=8, first_flexible=8, request="""
+OFFSET_COMMIT = declare(8, "OffsetCommit", max_version=9, first_flexible=8, request="""
     group_id                 string
     generation_id_or_member_epoch int32 v1+ =-1
     member_id                string  v1+
@@ -27,13 +27,15 @@ OFFSET_COMMIT = declare(8, "OffsetCommit", max_version=8, first_flexible=8, requ
         error_code           int16
 """)
 
-OFFSET_FETCH = declare(9, "OffsetFetch", max_version=8, first_flexible=6, request="""
+OFFSET_FETCH = declare(9, "OffsetFetch", max_version=9, first_flexible=6, request="""
     group_id                 string  v0-7
     topics                   []      v0-7 null2-7
       name                   string
       partition_indexes      []int32
     groups                   []      v8+
       group_id               string
+      member_id              string  v9+  null  =null
+      member_epoch           int32   v9+  =-1
       topics                 []      null
         name                 string
         partition_indexes    []int32
@@ -193,4 +195,66 @@ DELETE_GROUPS = declare(42, "DeleteGroups", max_version=2, first_flexible=2, req
     results                  []      <groups_names
       group_id               string  <.
       error_code             int16
+""")
+
+# KIP-848. v1 adds the regex subscription (refused until supported, as Kafka does).
+CONSUMER_GROUP_HEARTBEAT = declare(68, "ConsumerGroupHeartbeat", max_version=1, first_flexible=0, request="""
+    group_id                 string
+    member_id                string
+    member_epoch             int32
+    instance_id              string  null  =null
+    rack_id                  string  null  =null
+    rebalance_timeout_ms     int32   =-1
+    subscribed_topic_names   []string null =null
+    subscribed_topic_regex   string  v1+  null  =null
+    server_assignor          string  null  =null
+    topic_partitions         []      null  =null
+      topic_id               uuid
+      partitions             []int32
+""", response="""
+    throttle_time_ms         int32
+    error_code               int16
+    error_message            string  null  =null
+    member_id                string  null  =null
+    member_epoch             int32   =-1
+    heartbeat_interval_ms    int32
+    assignment               {}      null  =null
+      topic_partitions       []
+        topic_id             uuid
+        partitions           []int32
+""")
+
+CONSUMER_GROUP_DESCRIBE = declare(69, "ConsumerGroupDescribe", max_version=0, first_flexible=0, request="""
+    group_ids                []string
+    include_authorized_operations bool
+""", response="""
+    throttle_time_ms         int32
+    groups                   []      <group_ids
+      error_code             int16
+      error_message          string  null  =null
+      group_id               string  <.
+      group_state            string
+      group_epoch            int32
+      assignment_epoch       int32
+      assignor_name          string
+      members                []
+        member_id            string
+        instance_id          string  null  =null
+        rack_id              string  null  =null
+        member_epoch         int32
+        client_id            string
+        client_host          string
+        subscribed_topic_names []string
+        subscribed_topic_regex string null  =null
+        assignment           {}
+          topic_partitions   []
+            topic_id         uuid
+            topic_name       string
+            partitions       []int32
+        target_assignment    {}
+          topic_partitions   []
+            topic_id         uuid
+            topic_name       string
+            partitions       []int32
+      authorized_operations  int32   =-2147483648
 """)

@@ -33,6 +33,7 @@ from fastkafka.protocol import ApiKey
 from ..authorizer import GROUP, TOPIC, AclOperation
 from ..dispatch import DELAYED
 from .authorization import require_group, require_transactional_id
+from .consumer_group import CONSUMER_GROUP_RANGES
 
 __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", "handle_heartbeat",
            "handle_leave_group", "handle_list_groups", "handle_describe_groups",
@@ -190,16 +191,20 @@ def handle_leave_group(ctx, req):
 
 def handle_list_groups(ctx, req):
     """ListGroups. v4+ filters by ``states_filter`` (ignoring case) and answers each group's
-    state; v5+ by ``types_filter``: every group here is a ``classic`` one (KIP-848's consumer
-    groups do not exist in ZooKeeper mode), so a filter without it lists none."""
-    code, groups = _groups(ctx).group_overviews(req.states_filter if ctx.version >= 4 else ())
-    if ctx.version >= 5 and req.types_filter and "classic" not in {t.lower() for t in req.types_filter}:
-        groups = []
+    state; v5+ by ``types_filter`` (``classic`` or KIP-848's ``consumer``) and answers each
+    group's type."""
+    gc = _groups(ctx)
+    code, groups = gc.group_overviews(req.states_filter if ctx.version >= 4 else ())
+    typed = [(g, t, s, gc.group_type(g)) for g, t, s in groups]
+    if ctx.version >= 5 and req.types_filter:
+        wanted = {t.lower() for t in req.types_filter}
+        typed = [x for x in typed if x[3] in wanted]
     if not ctx.authorize_cluster(DESCRIBE):
-        groups = [(g, t, s) for g, t, s in groups if ctx.authorize(DESCRIBE, GROUP, g)]
+        typed = [x for x in typed if ctx.authorize(DESCRIBE, GROUP, x[0])]
     cls = ctx.codec.api.response
     return cls(throttle_time_ms=0, error_code=code,
-               groups=[cls.Groups(group_id=g, protocol_type=t, group_state=s) for g, t, s in groups])
+               groups=[cls.Groups(group_id=g, protocol_type=t, group_state=s, group_type=k)
+                       for g, t, s, k in typed])
 
 
 def handle_describe_groups(ctx, req):
@@ -304,14 +309,17 @@ def handle_offset_fetch(ctx, req):
         if not ctx.authorize(DESCRIBE, GROUP, g.group_id):
             out.append(cls.Groups(group_id=g.group_id, error_code=_GROUP_DENIED, topics=[]))
             continue
-        code, topics = _fetch_group(ctx, g.group_id, g.topics, req.require_stable, cls.Groups.Topics)
+        code, topics = _fetch_group(ctx, g.group_id, g.topics, req.require_stable, cls.Groups.Topics,
+                                    g.member_id, g.member_epoch)
         out.append(cls.Groups(group_id=g.group_id, error_code=code, topics=topics))
     return cls(throttle_time_ms=0, groups=out)
 
 
-def _fetch_group(ctx, group_id: str, topics, require_stable: bool, topic_cls) -> tuple[int, list]:
+def _fetch_group(ctx, group_id: str, topics, require_stable: bool, topic_cls, member_id=None,
+                 member_epoch=-1) -> tuple[int, list]:
     """One group's committed offsets: its error and the response's topics (``topic_cls`` and its
-    ``Partitions``: the flat v0-v7 layout or a v8 group's)."""
+    ``Partitions``: the flat v0-v7 layout or a v8 group's). v9's member id and epoch are checked
+    against a KIP-848 consumer group's (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH)."""
     v = ctx.version
     part_cls = topic_cls.Partitions
     by_topic: dict[str, list] = {}
@@ -326,7 +334,7 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, topic_cls) ->
                                              error_code=_TOPIC_DENIED)
                                     for p in t.partition_indexes]
     groups = _groups(ctx)
-    code, got = groups.fetch_offsets(group_id, wanted)
+    code, got = groups.fetch_offsets(group_id, wanted, member_id, member_epoch)
     if wanted is None:
         got = {tp: om for tp, om in got.items() if ctx.authorize(DESCRIBE, TOPIC, tp[0])}
     # KIP-447: a consumer that must not start from offsets a transaction may still replace
@@ -365,8 +373,8 @@ def handle_offset_delete(ctx, req):
 
 def _ranges():
     return {
-        ApiKey.OFFSET_COMMIT: (handle_offset_commit, 0, 8),
-        ApiKey.OFFSET_FETCH: (handle_offset_fetch, 0, 8),
+        ApiKey.OFFSET_COMMIT: (handle_offset_commit, 0, 9),
+        ApiKey.OFFSET_FETCH: (handle_offset_fetch, 0, 9),
         ApiKey.FIND_COORDINATOR: (handle_find_coordinator, 0, 5),
         ApiKey.JOIN_GROUP: (handle_join_group, 0, 9),
         ApiKey.SYNC_GROUP: (handle_sync_group, 0, 5),
@@ -376,6 +384,7 @@ def _ranges():
         ApiKey.DESCRIBE_GROUPS: (handle_describe_groups, 0, 5),
         ApiKey.DELETE_GROUPS: (handle_delete_groups, 0, 2),
         ApiKey.OFFSET_DELETE: (handle_offset_delete, 0, 0),
+        **CONSUMER_GROUP_RANGES,     # KIP-848 (handlers/consumer_group.py)
     }
 
 

@@ -1,0 +1,140 @@
+"""A KIP-848 consumer group and its members, as the coordinator keeps them in memory.
+
+The group has a *group epoch*, bumped whenever membership, a subscription or a subscribed topic's
+partition count changes; a *target assignment* computed by the server-side assignor at an
+*assignment epoch*; and, per member, where it stands on its way to its target (a
+:class:`~.current_assignment.Reconciliation` with its member epoch). ``partition_epochs`` says
+which member epoch holds each partition (assigned or still being revoked), so a partition is
+handed out only once released.
+
+Not persisted in this slice: the group, its members and epochs live in memory only (Kafka writes
+them to ``__consumer_offsets`` as ConsumerGroup* records). A restarted coordinator answers the
+members' heartbeats UNKNOWN_MEMBER_ID and they rejoin with epoch 0; committed offsets are kept,
+as they go through the ordinary offset path.
+
+Example::
+
+    >>> g = ConsumerGroup("g")
+    >>> m = g.get_or_create_member("m1")
+    >>> g.state, m.member_epoch
+    ('Empty', 0)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .current_assignment import STABLE as MEMBER_STABLE, Reconciliation
+
+__all__ = ["ConsumerGroup", "ConsumerGroupMember", "EMPTY", "ASSIGNING", "RECONCILING", "STABLE"]
+
+# Kafka's ConsumerGroupState names, as DescribeGroups / ListGroups answer them
+EMPTY, ASSIGNING, RECONCILING, STABLE = "Empty", "Assigning", "Reconciling", "Stable"
+
+
+@dataclass
+class ConsumerGroupMember:
+    """One member: what it asked for (subscription, assignor, timeouts) and where it stands."""
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] = ()
+    server_assignor: str | None = None
+    previous_member_epoch: int = -1
+    reconciliation: Reconciliation = field(default_factory=Reconciliation)
+    session_deadline: int = 0
+    #: while it must revoke partitions: when it is fenced if it has not (rebalance timeout)
+    revocation_deadline: int | None = None
+
+    @property
+    def member_epoch(self) -> int:
+        return self.reconciliation.epoch
+
+    @property
+    def state(self) -> str:
+        return self.reconciliation.state
+
+    @property
+    def assigned(self) -> dict:
+        return self.reconciliation.assigned
+
+    @property
+    def pending_revocation(self) -> dict:
+        return self.reconciliation.pending_revocation
+
+    def is_reconciled_to(self, epoch: int) -> bool:
+        return self.state == MEMBER_STABLE and self.member_epoch == epoch
+
+
+class ConsumerGroup:
+    """A consumer group's members, epochs, target assignment and partition owners."""
+
+    def __init__(self, group_id: str):
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target: dict[str, dict] = {}                  # member id -> {topic_id: {partition}}
+        #: the subscribed topics as last looked up: name -> (topic_id, partition count)
+        self.subscription_metadata: dict[str, tuple] = {}
+        self.partition_epochs: dict[tuple, int] = {}       # (topic_id, partition) -> member epoch
+        self.assignor_name: str = ""
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ASSIGNING
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return RECONCILING
+        return STABLE
+
+    def get_or_create_member(self, member_id: str) -> ConsumerGroupMember:
+        member = self.members.get(member_id)
+        return member if member is not None else ConsumerGroupMember(member_id)
+
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        if instance_id is None:
+            return None
+        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
+
+    def subscribed_topic_names(self) -> set[str]:
+        return {t for m in self.members.values() for t in m.subscribed_topic_names}
+
+    def partition_epoch(self, topic_id, partition: int) -> int:
+        """The epoch of the member holding the partition, -1 when it is free."""
+        return self.partition_epochs.get((topic_id, partition), -1)
+
+    def add_member(self, member: ConsumerGroupMember) -> None:
+        """Put ``member`` in the group (a no-op for one already in it)."""
+        if self.members.setdefault(member.member_id, member) is member:
+            self._claim(member)
+
+    def reconcile(self, member: ConsumerGroupMember, reconciliation: Reconciliation) -> None:
+        """Move ``member`` (one of the group's) to ``reconciliation``, its partitions' owner
+        epochs with it."""
+        self._release(member)
+        member.reconciliation = reconciliation
+        self._claim(member)
+
+    def _claim(self, member: ConsumerGroupMember) -> None:
+        for parts in (member.assigned, member.pending_revocation):
+            for tid, ps in parts.items():
+                for p in ps:
+                    self.partition_epochs[(tid, p)] = member.member_epoch
+
+    def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
+        member = self.members.pop(member_id, None)
+        if member is not None:
+            self._release(member)
+            self.target.pop(member_id, None)
+        return member
+
+    def _release(self, member: ConsumerGroupMember) -> None:
+        for parts in (member.assigned, member.pending_revocation):
+            for tid, ps in parts.items():
+                for p in ps:
+                    self.partition_epochs.pop((tid, p), None)
