@@ -163,7 +163,7 @@ class Broker:
                 raise BrokerStartupError(str(e)) from None
             if self.cluster is not None:
                 from .replica_manager import ReplicaManager  # noqa: PLC0415 (needs kazoo)
-                self.replicas = ReplicaManager(cfg, self.topics, self.metadata, self.fetch_purgatory)
+                self.replicas = ReplicaManager(cfg, self.topics, self.metadata, self.fetch_purgatory, self.metrics)
                 self.replicas.reconfigure(self.dynamic_config.current)
                 self.replicas.start()
                 self._register()

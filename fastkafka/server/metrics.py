@@ -19,6 +19,7 @@ lower case, ``_total`` on counters, times in seconds instead of ms); the mapping
 * ``kafka_server_brokertopicmetrics_bytesin_total{topic}`` -- BytesInPerSec: record-batch bytes appended
 * ``kafka_server_brokertopicmetrics_bytesout_total{topic}`` -- BytesOutPerSec: consumers' fetches
 * ``kafka_server_brokertopicmetrics_replicationbytesout_total{topic}`` -- BrokerTopicMetrics ReplicationBytesOutPerSec
+* ``kafka_server_brokertopicmetrics_replicationbytesin_total{topic}`` -- ReplicationBytesInPerSec: a follower's appends
 * ``kafka_server_brokertopicmetrics_totalproducerequests_total{topic}`` -- BrokerTopicMetrics TotalProduceRequestsPerSec
 * ``kafka_server_brokertopicmetrics_totalfetchrequests_total{topic}`` -- BrokerTopicMetrics TotalFetchRequestsPerSec
 * ``kafka_server_brokertopicmetrics_failedproducerequests_total{topic}`` -- FailedProduceRequestsPerSec (per partition)
@@ -32,6 +33,7 @@ lower case, ``_total`` on counters, times in seconds instead of ms); the mapping
 * ``kafka_server_socketservermetrics_connection_count`` -- socket-server-metrics connection-count
 * ``kafka_network_processor_idle_seconds_total{networkprocessor}`` -- Processor IdlePercent (take its rate())
 * ``kafka_server_socketservermetrics_failed_authentication_total`` -- socket-server-metrics failed-authentication-total
+  (failed SASL exchanges and TLS handshakes, as Kafka counts them)
 * ``kafka_log_logflushstats_logflushrateandtime_seconds`` -- kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs
 * ``kafka_log_log_size{topic,partition}`` -- kafka.log:type=Log,name=Size
 * ``kafka_log_log_numlogsegments{topic,partition}`` -- kafka.log:type=Log,name=NumLogSegments
@@ -76,8 +78,8 @@ QUEUE, LOCAL, REMOTE, SEND, TOTAL = range(5)
 class TopicCounts:
     """One topic's counters (monotonic ints)."""
 
-    __slots__ = ("messages_in", "bytes_in", "bytes_out", "replication_bytes_out", "produce_requests",
-                 "fetch_requests", "failed_produce", "failed_fetch")
+    __slots__ = ("messages_in", "bytes_in", "bytes_out", "replication_bytes_out", "replication_bytes_in",
+                 "produce_requests", "fetch_requests", "failed_produce", "failed_fetch")
 
     def __init__(self):
         for name in self.__slots__:
@@ -160,6 +162,10 @@ class BrokerMetrics:
             c.replication_bytes_out += nbytes
         else:
             c.bytes_out += nbytes
+
+    def replicated(self, topic: str, nbytes: int) -> None:
+        """This broker, following, appended ``nbytes`` of ``topic`` fetched from its leader."""
+        self._mine().topic(topic).replication_bytes_in += nbytes
 
     def authentication_failed(self) -> None:
         self._mine().failed_authentications += 1

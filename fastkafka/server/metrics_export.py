@@ -44,6 +44,7 @@ _TOPIC_COUNTERS = (  # TopicCounts attribute -> metric suffix, help
     ("bytes_in", "bytesin", "Record-batch bytes appended by this broker as leader (produce requests)."),
     ("bytes_out", "bytesout", "Record bytes sent to consumers in Fetch responses."),
     ("replication_bytes_out", "replicationbytesout", "Record bytes sent to followers in Fetch responses."),
+    ("replication_bytes_in", "replicationbytesin", "Record bytes this broker appended as a follower."),
     ("produce_requests", "totalproducerequests", "Produce requests, counted once per topic they carry."),
     ("fetch_requests", "totalfetchrequests", "Fetch responses, counted once per topic they carry."),
     ("failed_produce", "failedproducerequests", "Partitions of Produce requests answered with an error."),
@@ -127,7 +128,9 @@ class _BrokerCollector:
             fam.add_metric([str(p.index)], p.idle_seconds)
         yield fam
         yield CounterMetricFamily("kafka_server_socketservermetrics_failed_authentication",
-                                  "Failed SASL authentications.", value=self._metrics.failed_authentications)
+                                  "Failed SASL authentications and TLS handshakes.",
+                                  value=self._metrics.failed_authentications + sum(
+                                      p.failed_handshakes for p in (server.processors if server is not None else ())))
 
     def _logs(self):
         logs = self._broker.logs.logs() if self._broker.logs is not None else []

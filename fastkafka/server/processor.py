@@ -165,6 +165,9 @@ class Processor(threading.Thread):
         # seconds spent waiting in select() (two clock reads per loop turn, none per request):
         # Kafka's IdlePercent is its rate; read by the metrics exporter
         self.idle_seconds = 0.0
+        # TLS handshakes that failed or named no principal (Kafka counts them as failed
+        # authentications); written by this thread only, read by the metrics exporter
+        self.failed_handshakes = 0
 
     # --- thread-safe entry points ---
     def assign(self, sock: socket.socket, peer, listener: str) -> None:
@@ -340,6 +343,7 @@ class Processor(threading.Thread):
             return
         except (ssl.SSLError, OSError, ValueError) as e:   # plaintext or garbage on a TLS port
             log.debug("closing %s: TLS handshake failed: %s", conn.id, e)
+            self.failed_handshakes += 1
             self._close(conn)
             return
         conn.handshaking = False
@@ -347,6 +351,7 @@ class Processor(threading.Thread):
             conn.session = Session(self._security[conn.listener], conn.sock.getpeercert() or None)
         except NoMatchingRule as e:      # Kafka refuses a client it cannot name
             log.info("closing %s: %s (ssl.principal.mapping.rules)", conn.id, e)
+            self.failed_handshakes += 1
             self._close(conn)
             return
         self._set_interest(conn, _READ)

@@ -93,8 +93,10 @@ class ReplicaFetcher:
 
     def __init__(self, broker_id: int, leader_id: int, address: Callable[[], tuple[str, int] | None],
                  logs: Callable[[str, int], object], config, index: int = 0,
-                 security: ClientSecurity | None = None, quota: ReplicationQuota | None = None):
+                 security: ClientSecurity | None = None, quota: ReplicationQuota | None = None,
+                 metrics=None):
         self.broker_id, self.leader_id, self.index = broker_id, leader_id, index
+        self._metrics = metrics     # BrokerMetrics or None: bytes appended, per topic
         self._security = security
         self._quota = quota
         self._address, self._logs = address, logs
@@ -284,6 +286,8 @@ class ReplicaFetcher:
                     continue
                 if tp in throttled:
                     self._quota.record(len(p.records))
+                if self._metrics is not None:
+                    self._metrics.replicated(tp[0], len(p.records))
             st.in_sync = lg.log_end_offset >= p.high_watermark
             lg.update_high_watermark(min(p.high_watermark, lg.log_end_offset))
             if p.log_start_offset > lg.log_start_offset:

@@ -55,8 +55,9 @@ log = logging.getLogger("fastkafka.server.replication")
 class ReplicaManager:
     """Owns a :class:`Partition` per local log and the fetcher threads."""
 
-    def __init__(self, config, topics, metadata, fetch_purgatory: Purgatory):
+    def __init__(self, config, topics, metadata, fetch_purgatory: Purgatory, metrics=None):
         self.config = config
+        self.metrics = metrics      # BrokerMetrics (metrics.port) or None
         self.broker_id = config["broker.id"]
         self.topics = topics
         self.metadata = metadata
@@ -214,7 +215,7 @@ class ReplicaManager:
         if f is None:
             f = self._fetchers[(leader, index)] = ReplicaFetcher(
                 self.broker_id, leader, lambda: self.address(leader), self.topics.local_log, self.config,
-                index=index, security=self.security, quota=self.follower_quota)
+                index=index, security=self.security, quota=self.follower_quota, metrics=self.metrics)
             f.start()
         return f
 

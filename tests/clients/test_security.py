@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import ssl
 import struct
 import subprocess
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -74,7 +76,7 @@ def secured_broker(log_dir, props):
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory, certs):
-    with secured_broker(tmp_path_factory.mktemp("data"), _props(certs)) as b:
+    with secured_broker(tmp_path_factory.mktemp("data"), _props(certs, **{"metrics.port": 0})) as b:
         admin = CkAdmin({"bootstrap.servers": b.addr["PLAINTEXT"]})
         upserts = [UserScramCredentialUpsertion(user, ScramCredentialInfo(m, 4096), pw.encode())
                    for user, pw in PASSWORDS.items()
@@ -399,11 +401,20 @@ def test_plaintext_on_tls_port_and_garbage_on_sasl_port_disconnect(secure, certs
     assert tls.request(ApiKey.METADATA, 1, {"topics": None}).brokers
 
 
+def failed_authentications(broker) -> float:
+    """The broker's Prometheus counter of failed authentications (SASL and TLS handshakes)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=10).read().decode()
+    return float(re.search(r"^kafka_server_socketservermetrics_failed_authentication_total (\S+)$", text, re.M)[1])
+
+
 def test_client_certificate_required_and_checked(secure, certs):
+    before = failed_authentications(secure)
     for cert_conf in ({}, {"ssl.certificate.location": str(certs.rogue_client),
                            "ssl.key.location": str(certs.rogue_client)}):
         errors = _refused(dict(_librdkafka(secure, certs, "MTLS", None, False), **cert_conf))
         assert errors, "the broker accepted a client without a trusted certificate"
+    # each refused handshake counts as a failed authentication, as in Kafka (librdkafka may retry)
+    assert failed_authentications(secure) >= before + 2
 
 
 def test_metadata_answers_the_listener_the_client_came_in_on(secure, certs):

@@ -6,6 +6,7 @@ import signal
 import urllib.request
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from brokers import free_port
@@ -40,6 +41,16 @@ def test_isr_and_offline_partition_metrics(ensemble, tmp_path, request):
         leader = cluster.state("watched", 0).leader
         follower = next(i for i in cluster.brokers if i != leader)
         port = metrics[leader]
+        # what the leader appends the follower appends: BytesIn there, ReplicationBytesIn here
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for i in range(50):
+            p.produce("watched", b"v" * 100, key=b"%d" % i)
+        assert p.flush(30) == 0
+        appended = 'kafka_server_brokertopicmetrics_bytesin_total{topic="watched"}'
+        replicated = 'kafka_server_brokertopicmetrics_replicationbytesin_total{topic="watched"}'
+        wait_for(lambda: scrape(metrics[follower]).get(replicated) == scrape(port)[appended] > 0, 10,
+                 what="the follower's replication bytes in equal to the leader's bytes in")
+        assert scrape(port).get(replicated, 0) == 0       # the leader fetched nothing
         before = scrape(port)
         assert before["kafka_server_replicamanager_underreplicatedpartitions"] == 0
         assert before["kafka_controller_kafkacontroller_offlinepartitionscount"] == 0
