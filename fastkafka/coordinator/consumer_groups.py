@@ -65,6 +65,17 @@ class HeartbeatResult(NamedTuple):
 class ConsumerGroupHeartbeats:
     """ConsumerGroupHeartbeat, ConsumerGroupDescribe and their timers (module docstring)."""
 
+    def init_consumer_groups(self, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        """The coordinator's constructor calls this: Kafka's group.consumer.session.timeout.ms
+        and group.consumer.heartbeat.interval.ms."""
+        #: KIP-848 consumer groups by id (the classic ones are the manager's)
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.consumer_session_timeout_ms = session_timeout_ms
+        self.consumer_heartbeat_interval_ms = heartbeat_interval_ms
+        #: a topic's ``(topic_id, partition count)`` by name, None if it does not exist: what
+        #: consumer groups are assigned from (the broker sets it; without it they get nothing)
+        self.topic_metadata: Callable[[str], tuple | None] | None = None
+
     def consumer_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, *,
                                  instance_id: str | None = None, rack_id: str | None = None,
                                  rebalance_timeout_ms: int = -1,
@@ -98,7 +109,8 @@ class ConsumerGroupHeartbeats:
             return HeartbeatResult(e.code, str(e))
         before = member.assigned
         new = member.member_id not in group.members
-        changed = new or (names is not None and tuple(names) != member.subscribed_topic_names) or \
+        # librdkafka lists the names in no fixed order: compare them sorted
+        changed = new or (names is not None and tuple(sorted(names)) != member.subscribed_topic_names) or \
             (assignor is not None and assignor != member.server_assignor)
         if instance_id is not None:
             member.instance_id = instance_id
@@ -107,7 +119,7 @@ class ConsumerGroupHeartbeats:
         if rebalance_timeout_ms != -1:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         if names is not None:
-            member.subscribed_topic_names = tuple(names)
+            member.subscribed_topic_names = tuple(sorted(names))
         if assignor is not None:
             member.server_assignor = assignor
         member.client_id, member.client_host = client_id, client_host
@@ -249,12 +261,14 @@ class ConsumerGroupHeartbeats:
 
     # --- offsets: Kafka's ConsumerGroup.validateOffsetCommit / validateOffsetFetch ---
     def _consumer_offsets_error(self, group: ConsumerGroup, member_id: str | None, epoch: int,
-                                commit: bool) -> int:
+                                commit: bool, api_version: int = 9) -> int:
         if epoch < 0 and (not group.members if commit else not member_id):
             return NONE          # an admin or a consumer outside group management
         member = group.members.get(member_id or "")
         if member is None:
             return E.UnknownMemberIdError.code
+        if commit and api_version < 9:     # v9 is the first that knows member epochs
+            return E.UnsupportedVersionError.code
         return NONE if epoch == member.member_epoch else E.StaleMemberEpochError.code
 
 

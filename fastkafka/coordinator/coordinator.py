@@ -81,13 +81,7 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
         self._depth = 0               # nested _locked calls (a write completing inside one)
         self._outbox: list[tuple[Callable, object]] = []
         self.active = True
-        #: KIP-848 consumer groups by id (the classic ones are the manager's)
-        self.consumer_groups: dict = {}
-        self.consumer_session_timeout_ms = consumer_session_timeout_ms
-        self.consumer_heartbeat_interval_ms = consumer_heartbeat_interval_ms
-        #: a topic's ``(topic_id, partition count)`` by name, None if it does not exist: what
-        #: consumer groups are assigned from (the broker sets it; without it they get nothing)
-        self.topic_metadata: Callable[[str], tuple | None] | None = None
+        self.init_consumer_groups(consumer_session_timeout_ms, consumer_heartbeat_interval_ms)
         #: cluster mode: the error the groups of a ``__consumer_offsets`` partition get here — 0
         #: when this broker leads it (and coordinates them), NOT_COORDINATOR when another does,
         #: COORDINATOR_LOAD_IN_PROGRESS while it becomes leader, COORDINATOR_NOT_AVAILABLE while

@@ -25,25 +25,27 @@ class GroupOffsets:
     def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
                        offsets: dict[tuple[str, int], OffsetAndMetadata],
                        group_instance_id: str | None = None,
-                       callback: Callable[[dict[tuple[str, int], int]], None] | None = None
-                       ) -> dict[tuple[str, int], int] | None:
+                       callback: Callable[[dict[tuple[str, int], int]], None] | None = None,
+                       api_version: int = 9) -> dict[tuple[str, int], int] | None:
         """An error code per partition, through ``callback`` once the commit is replicated (or
         failed); without one the call waits and returns them. ``generation_id`` < 0 is a commit
-        outside group management."""
+        outside group management. A KIP-848 member must commit with OffsetCommit ``api_version``
+        9 or later (UNSUPPORTED_VERSION otherwise, as Kafka answers)."""
         if callback is None:
             return self._wait(lambda cb: self.commit_offsets(group_id, member_id, generation_id, offsets,
-                                                             group_instance_id, cb))
+                                                             group_instance_id, cb, api_version))
         self._locked(self._commit, group_id, member_id or "", generation_id, offsets,
-                     group_instance_id, callback)
+                     group_instance_id, callback, api_version)
         return None
 
-    def _commit(self, group_id, member_id, generation_id, offsets, instance_id, callback):
+    def _commit(self, group_id, member_id, generation_id, offsets, instance_id, callback, api_version=9):
         done = self._answer_later(callback)
         code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
         consumer_group = None if code else self.consumer_groups.get(group_id)
         if consumer_group is not None:        # KIP-848: the generation is the member epoch
             self._expire_consumer_group(consumer_group, self.clock())
-            code = self._consumer_offsets_error(consumer_group, member_id, generation_id, commit=True)
+            code = self._consumer_offsets_error(consumer_group, member_id, generation_id, commit=True,
+                                                api_version=api_version)
             if not code:
                 return self.manager.store_offsets(self.manager.get_or_create(group_id), offsets, done)
         elif not code:

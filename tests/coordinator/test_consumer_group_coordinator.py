@@ -221,6 +221,7 @@ def test_offset_commit_and_fetch_check_the_member_epoch():
     assert h.gc.commit_offsets("g", "a", 2, om) == {("t", 0): E.StaleMemberEpochError.code}
     assert h.gc.commit_offsets("g", "x", 1, om) == {("t", 0): E.UnknownMemberIdError.code}
     assert h.gc.commit_offsets("g", "", -1, om) == {("t", 0): E.UnknownMemberIdError.code}   # group not empty
+    assert h.gc.commit_offsets("g", "a", 1, om, api_version=8) == {("t", 0): E.UnsupportedVersionError.code}
     assert h.gc.fetch_offsets("g", [("t", 0)], "a", 0)[0] == E.StaleMemberEpochError.code
     code, got = h.gc.fetch_offsets("g", [("t", 0)], "a", 1)
     assert code == 0 and got[("t", 0)].offset == 3

@@ -263,7 +263,7 @@ def handle_offset_commit(ctx, req):
         ctx.send(commit_response(ctx, req, {**codes, **stored}))
     generation = req.generation_id_or_member_epoch if v >= 1 else -1
     _groups(ctx).commit_offsets(req.group_id, req.member_id if v >= 1 else "", generation, offsets,
-                                req.group_instance_id, done)
+                                req.group_instance_id, done, api_version=v)
     return DELAYED
 
 
