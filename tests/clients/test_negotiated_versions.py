@@ -100,7 +100,8 @@ def test_librdkafka_versions(recorded):
     assert got["FindCoordinator"] == 2
     assert got["JoinGroup"] == 5
     assert got["OffsetCommit"] == 9 and got["OffsetFetch"] == 9
-    # Fetch 16 (we stop at 15): v13+ name topics by id (KIP-516), taken from Metadata
-    assert got["Fetch"] == 15
+    # Fetch 16: v13+ name topics by id (KIP-516), taken from Metadata; v16 hears of a new leader
+    # with a refusal (KIP-951)
+    assert got["Fetch"] == 16
     assert got["Produce"] == 10     # KIP-951's leader hints (librdkafka 2.4+)
     assert set(got) <= set(API_NAMES.values())

@@ -1,5 +1,5 @@
-"""Produce v10's leader hint (KIP-951): a broker that refuses a partition as not led there names
-its leader, and that leader's address on the listener the request came in on. Real ZooKeeper,
+"""Produce v10's and Fetch v16's leader hint (KIP-951): a broker that refuses a partition as not
+led there names its leader, and that leader's address on the listener the request came in on. Real ZooKeeper,
 three real broker processes, each with two listeners; fastkafka's own codecs for the raw
 requests and confluent-kafka's producer across leadership moves."""
 import pytest
@@ -48,7 +48,17 @@ def answer(port, version, topic):
     return r.responses[0].partition_responses[0], r
 
 
-def test_refused_produce_names_the_leader_on_the_askers_listener(two_listeners):
+def fetch_answer(port, version, topic_id):
+    """(the single partition's answer, the response) of a Fetch by topic id sent to 127.0.0.1:port."""
+    r = raw_call(port, ApiKey.FETCH, version, {
+        "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0,
+        "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+        "topics": [{"topic_id": topic_id, "partitions": [
+            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+    return r.responses[0].partitions[0], r
+
+
+def test_refused_produce_and_fetch_name_the_leader_on_the_askers_listener(two_listeners):
     cluster, external = two_listeners
     # replication factor 2 of 3: one refusing broker follows (its replica knows the leader),
     # the other holds no replica at all (its metadata cache does)
@@ -75,6 +85,18 @@ def test_refused_produce_names_the_leader_on_the_askers_listener(two_listeners):
 
     # the leader takes the write: a success carries no hint
     p, r = answer(external[leader], 10, "hint")
+    assert p.error_code == 0 and p.current_leader is None and r.node_endpoints == []
+
+    # Fetch v16 (by topic id) is refused by the others the same way; v15 without the hint
+    (t,) = raw_call(cluster.brokers[leader].port, ApiKey.METADATA, 12, {"topics": [{"name": "hint"}]}).topics
+    for asked in (follower, outsider):
+        p, r = fetch_answer(external[asked], 16, t.topic_id)
+        assert p.error_code == NOT_LEADER_OR_FOLLOWER
+        assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (leader, epoch)
+        assert [(n.node_id, n.host, n.port) for n in r.node_endpoints] == [(leader, "localhost", external[leader])]
+        p, r = fetch_answer(cluster.brokers[asked].port, 15, t.topic_id)
+        assert p.error_code == NOT_LEADER_OR_FOLLOWER and p.current_leader is None and r.node_endpoints == []
+    p, r = fetch_answer(external[leader], 16, t.topic_id)
     assert p.error_code == 0 and p.current_leader is None and r.node_endpoints == []
 
 

@@ -41,7 +41,7 @@ PHASE_2 = {"DescribeCluster": 1, "DescribeLogDirs": 4, "OffsetDelete": 0, "Incre
            # Produce v8 error messages (KIP-467), v9 and Fetch v12 flexible (Fetch v12: last fetched
            # epoch and diverging epoch, KIP-320; v13's topic ids need KIP-516); Produce v10 leader
            # hints (KIP-951; v11 needs KIP-890's transactions)
-           "Produce": 10, "Fetch": 12,
+           "Produce": 10, "Fetch": 16,
            # KIP-848's consumer group protocol (heartbeat v1: KIP-1082's client-chosen member ids)
            "ConsumerGroupHeartbeat": 1, "ConsumerGroupDescribe": 0}
 
@@ -61,7 +61,7 @@ def test_advertised_is_a_switch_per_api():
     adv.disable(ApiKey.PRODUCE)
     assert list(adv.ranges()) == [ApiKey.FETCH, ApiKey.API_VERSIONS]
     with pytest.raises(ValueError):
-        adv.enable(ApiKey.FETCH, 0, 13)          # past what we can decode
+        adv.enable(ApiKey.FETCH, 0, 17)          # past what we can decode
     assert Advertised.everything().ranges() == SUPPORTED
 
 

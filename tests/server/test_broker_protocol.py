@@ -173,7 +173,7 @@ def test_unsupported_api_versions_version_gets_error_35_with_ranges(broker):
     corr, resp = P.decode_response(ApiKey.API_VERSIONS, 0, recv_exact(c.sock, n))
     assert corr == 5 and resp.error_code == 35
     ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-    assert ranges[ApiKey.PRODUCE] == (0, 10) and ranges[ApiKey.FETCH] == (0, 15)
+    assert ranges[ApiKey.PRODUCE] == (0, 10) and ranges[ApiKey.FETCH] == (0, 16)
     assert all(lo == 0 for lo, _ in ranges.values())
 
 

@@ -60,7 +60,7 @@ PRODUCE = declare(0, "Produce", max_version=10, first_flexible=9, request="""
       rack                   string  null  =null
 """)
 
-FETCH = declare(1, "Fetch", max_version=15, first_flexible=12, request="""
+FETCH = declare(1, "Fetch", max_version=16, first_flexible=12, request="""
     cluster_id               string  v12+  null  tag=0  =null
     replica_id               int32   v0-14  =-1
     replica_state            {}      v15+  tag=1  =null

@@ -30,7 +30,7 @@ __all__ = ["HANDLERS", "RANGES", "advertised_apis"]
 # api key -> (handler, min version, max version)
 RANGES = {
     ApiKey.PRODUCE: (handle_produce, 0, 10),
-    ApiKey.FETCH: (handle_fetch, 0, 15),
+    ApiKey.FETCH: (handle_fetch, 0, 16),
     ApiKey.LIST_OFFSETS: (handle_list_offsets, 0, 9),
     ApiKey.METADATA: (handle_metadata, 0, 12),
     ApiKey.API_VERSIONS: (handle_api_versions, 0, 3),

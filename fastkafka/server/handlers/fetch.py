@@ -1,4 +1,4 @@
-"""Fetch v0–15: file regions out of the logs, long-polled in a purgatory woken by appends.
+"""Fetch v0–16: file regions out of the logs, long-polled in a purgatory woken by appends.
 
 Per partition the log resolves ``(segment file, position, length)``; the response carries that
 region and the network processor ``sendfile``\\ s it (DESIGN §3) — no record bytes enter Python,
@@ -46,7 +46,10 @@ Topic ids (v13+, KIP-516): topics are named by id, answered by id; an id no topi
 UNKNOWN_TOPIC_ID for each of its partitions (a topic deleted and created again under its name is
 another topic, so a consumer never reads the new one at the old one's offsets). v14 only adds
 tiered storage's error, which a broker without tiered storage never answers; v15 moves the
-follower's id into the tagged ``replica_state`` (KIP-903).
+follower's id into the tagged ``replica_state`` (KIP-903). v16 (KIP-951): a partition refused
+with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries ``current_leader`` and the response
+the leaders' ``node_endpoints`` on the request's listener, so the client goes to the new leader
+without asking for metadata first (``leader.hint_leaders``, shared with Produce v10).
 """
 from __future__ import annotations
 
@@ -60,12 +63,14 @@ from ..fetch_sessions import FetchContext
 from ..purgatory import DelayedOperation
 from ..send import FileRegion
 from .failure import failure
-from .leader import leader_log
+from .leader import hint_leaders, leader_log
 
 __all__ = ["handle_fetch"]
 
 
 READ_COMMITTED = 1
+_LEADER_HINTS = 16      # KIP-951: the leader and its address come with a refusal
+_NOT_LED = frozenset({errors.NotLeaderOrFollowerError.code, errors.FencedLeaderEpochError.code})
 
 
 class _Read:
@@ -204,7 +209,13 @@ def _response(ctx, read: _Read, session: FetchContext):
         ctx.broker.replicas.leader_quota.record(read.throttled)
     error_code, session_id, results = session.answer(read.results)
     cls = ctx.codec.api.response
-    return cls(throttle_time_ms=0, error_code=error_code, session_id=session_id, responses=[
+    nodes = []
+    if ctx.version >= _LEADER_HINTS:
+        refused = [(name, kw["partition_index"], kw) for name, _, parts in results for kw in parts
+                   if kw["error_code"] in _NOT_LED]
+        if refused:
+            nodes = hint_leaders(ctx, refused, cls.Responses.Partitions.CurrentLeader, cls.NodeEndpoints)
+    return cls(throttle_time_ms=0, error_code=error_code, session_id=session_id, node_endpoints=nodes, responses=[
         cls.Responses(topic=name, topic_id=topic_id, partitions=[cls.Responses.Partitions(**kw) for kw in parts])
         for name, topic_id, parts in results])
 

@@ -19,7 +19,7 @@ from ..partition import NONE
 from ..topics import EMBEDDED_LEADER_EPOCH
 from .metadata import live_brokers
 
-__all__ = ["current_leaders", "leader_log", "partition_epoch"]
+__all__ = ["current_leaders", "hint_leaders", "leader_log", "partition_epoch"]
 
 
 def partition_epoch(ctx, topic: str, partition: int) -> int:
@@ -87,3 +87,14 @@ def current_leaders(ctx, partitions) -> tuple[dict, list[tuple[int, str, int, st
         return leaders, []
     nodes, _controller = live_brokers(ctx)
     return leaders, [n for n in nodes if n[0] in wanted]
+
+
+def hint_leaders(ctx, refused, hint, endpoint) -> list:
+    """KIP-951 (Produce v10, Fetch v16): set ``current_leader`` -- ``hint(leader_id=, leader_epoch=)``
+    -- in the response fields of each ``(topic, partition, fields)`` refused as not led here, and
+    return the response's ``node_endpoints`` (each ``endpoint(node_id=, host=, port=, rack=)``)."""
+    leaders, nodes = current_leaders(ctx, [(t, p) for t, p, _ in refused])
+    for t, p, fields in refused:
+        leader_id, epoch = leaders[(t, p)]
+        fields["current_leader"] = hint(leader_id=leader_id, leader_epoch=epoch)
+    return [endpoint(node_id=i, host=h, port=port, rack=r) for i, h, port, r in nodes]

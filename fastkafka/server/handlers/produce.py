@@ -23,7 +23,7 @@ v8+ answers a refused partition's reason in ``error_message``; v9+ is flexible (
 v10 (KIP-951): a partition refused with NOT_LEADER_OR_FOLLOWER — at once, or by an acks=all
 wait that saw leadership move — carries ``current_leader`` (the leader and epoch this broker
 knows), and the response's ``node_endpoints`` gives those leaders' addresses on the listener the
-request came in on (``leader.current_leaders``, shared with Fetch), so the client redirects
+request came in on (``leader.hint_leaders``, shared with Fetch v16), so the client redirects
 without a Metadata round trip. Kafka fills them for that error only (Fetch also for
 FENCED_LEADER_EPOCH, which Produce never answers). Only refused partitions pay for the hint.
 v11 is not advertised: it means the client understands TRANSACTION_ABORTABLE and the
@@ -40,7 +40,7 @@ from ..dispatch import DELAYED
 from ..partition import ACKS_ALL, append_as_leader
 from ..topics import EMBEDDED_LEADER_EPOCH
 from .failure import failure
-from .leader import current_leaders
+from .leader import hint_leaders
 
 __all__ = ["handle_produce"]
 
@@ -85,22 +85,12 @@ def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     return 0, info.base_offset, info.log_append_time, info.log_start_offset, waiting
 
 
-def _leader_hints(ctx, refused) -> list:
-    """Sets ``current_leader`` on each ``(topic, fields)`` refused as not led here; the
-    response's ``node_endpoints`` for them."""
-    cls = ctx.codec.api.response
-    leaders, nodes = current_leaders(ctx, [(t, kw["index"]) for t, kw in refused])
-    hint = cls.Responses.PartitionResponses.CurrentLeader
-    for t, kw in refused:
-        leader_id, epoch = leaders[(t, kw["index"])]
-        kw["current_leader"] = hint(leader_id=leader_id, leader_epoch=epoch)
-    return [cls.NodeEndpoints(node_id=i, host=h, port=p, rack=r) for i, h, p, r in nodes]
-
-
 def _response(ctx, results, not_led):
     """``not_led``: the ``(topic, fields)`` refused as not led here, hinted at from v10."""
     cls = ctx.codec.api.response
-    nodes = _leader_hints(ctx, not_led) if not_led and ctx.version >= _LEADER_HINTS else []
+    nodes = (hint_leaders(ctx, [(t, kw["index"], kw) for t, kw in not_led],
+                          cls.Responses.PartitionResponses.CurrentLeader, cls.NodeEndpoints)
+             if not_led and ctx.version >= _LEADER_HINTS else [])
     return cls(throttle_time_ms=0, node_endpoints=nodes, responses=[
         cls.Responses(name=t, partition_responses=[cls.Responses.PartitionResponses(**kw) for kw in parts])
         for t, parts in results])
