@@ -76,6 +76,8 @@ cdef struct AppendSummary:
     int32_t first_epoch            # partitionLeaderEpoch of the first and the last batch
     int32_t last_epoch
     int32_t flags                  # CHECKED_* settled by this call (pass back on the retry)
+    bint producer_recorded         # the producer's next batch, taken and remembered in its entry
+                                   # (the producers lane: see Appender.set_producers)
 
 
 cdef class Appender:
@@ -98,6 +100,7 @@ cdef class Appender:
     cdef readonly int64_t created_ms
     cdef readonly bint attached
     cdef object _acquire, _release, _clock, _flush, _info_type
+    cdef dict _producers                 # producer id -> ProducerStateEntry (the Log's producer state)
     cdef bint _c_clock
 
     cdef bint _appended(self, int64_t next_offset, int64_t records, int64_t now)

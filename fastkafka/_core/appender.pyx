@@ -10,6 +10,11 @@
 # back as a status with the summary and nothing written; the caller settles it and calls again
 # with the CHECKED_* flags of what it settled, so nothing is walked twice.
 #
+# An idempotent batch goes back to policy (NEEDS_PRODUCER_CHECK) unless it is the one case policy
+# accepts without a question: one data batch of a producer the state knows, the next sequence of
+# its epoch, outside a transaction (ProducerStateEntry.takes_next). That batch is checked and
+# remembered in the producer's entry under the lock, in the same call: the producers lane.
+#
 # Control batches (transaction markers) are the broker's own: a set holding one is refused
 # (CONTROL_BATCH) unless the caller says it writes markers (CONTROL_ALLOWED) or copies a leader's
 # batches (FOLLOWER). Counting them is one bit test per batch, so plain sets pay nothing more.
@@ -22,7 +27,9 @@ from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport int32_t, int64_t, INT32_MAX
 from libc.string cimport memset
 
+from cpython.dict cimport PyDict_GetItem
 from fastkafka._core.index cimport OffsetIndex, TimeIndex
+from fastkafka._core.producer_entry cimport ProducerStateEntry
 from fastkafka._core.records_layout cimport (
     BATCH_END, BATCH_OK, BATCH_SHORT_HEADER, BATCH_TRUNCATED, BatchCursor, CONTROL_MASK, NOGIL_THRESHOLD,
     TRANSACTIONAL_MASK, batch_attributes,
@@ -326,6 +333,11 @@ cdef class Appender:
         self.created_ms = created_ms
         self.attached = True
 
+    def set_producers(self, dict producers):
+        """The producer state's ``producer id -> ProducerStateEntry`` map (kept by the caller for
+        the state's life; None: no lane, every idempotent batch asks policy). Under the lock."""
+        self._producers = producers
+
     def detach(self):
         """No active segment (the log closed, or a new one is about to be attached): the next
         append answers CLOSED. Under the Log's lock."""
@@ -368,7 +380,7 @@ cdef class Appender:
             PyBuffer_Release(&view)
         if flush_due:
             self._flush()
-        if s.status == APPEND_OK and s.producer_batches == 0 and s.control_batches == 0 \
+        if s.status == APPEND_OK and (s.producer_batches == 0 or s.producer_recorded) and s.control_batches == 0 \
                 and not (flags & FOLLOWER):
             return fk_tuple4(<PyTypeObject*>self._info_type, s.first_offset, s.last_offset,
                              s.log_append_time, self.log_start_offset)
@@ -383,6 +395,9 @@ cdef class Appender:
         cdef bint keep = flags & FOLLOWER
         cdef int64_t now, at, append_time, last
         cdef SegmentFile f
+        cdef ProducerStateEntry producer = None
+        cdef PyObject* found
+        cdef bint lane = False
         memset(s, 0, sizeof(AppendSummary))
         s.flags = flags
         s.bytes = n
@@ -413,7 +428,10 @@ cdef class Appender:
         elif lim.compact and s.compressed_batches and not (flags & CHECKED_KEYS):
             s.status = APPEND_NEEDS_KEY_CHECK
         elif s.producer_batches and not (flags & CHECKED_PRODUCER):
-            s.status = APPEND_NEEDS_PRODUCER_CHECK
+            # one data batch, no transaction: the lane may take it (decided under the lock)
+            lane = self._producers is not None and s.batch_count == 1 and not s.transactional
+            if not lane:
+                s.status = APPEND_NEEDS_PRODUCER_CHECK
         if s.status != APPEND_OK:
             return 0
         self._acquire()
@@ -421,6 +439,13 @@ cdef class Appender:
             if not self.attached or self.deleted:
                 s.status = APPEND_CLOSED
                 return 0
+            if lane:
+                found = PyDict_GetItem(self._producers, s.producer_id)
+                if found != NULL and type(<object>found) is ProducerStateEntry:
+                    producer = <ProducerStateEntry>found
+                if producer is None or not producer.takes_next(s.producer_epoch, s.base_sequence):
+                    s.status = APPEND_NEEDS_PRODUCER_CHECK
+                    return 0
             if self._cursor is None:
                 self._cursor, self._oi, self._ti = self._open_indexes()
             now = wall_clock_now_ms() if self._c_clock else self._clock()
@@ -448,6 +473,11 @@ cdef class Appender:
             f.write_end(p, n)
             self._cursor.index_run(p, n, at, self._oi, self._ti)
             self.size = at + n       # publish last: readers bound themselves by it
+            if producer is not None:
+                producer.remember(s.base_sequence, s.last_sequence_delta, s.producer_first_offset,
+                                  s.producer_last_offset, s.producer_max_timestamp)
+                s.producer_recorded = True
+                s.flags |= CHECKED_PRODUCER
             flush_due[0] = self._appended(s.last_offset + 1, s.record_count, now)
         finally:
             self._release()

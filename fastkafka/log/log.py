@@ -168,6 +168,17 @@ class Log(TransactionalLog, LogTruncation):
                                 cfg.log_append_time, cfg.compact)
 
     @property
+    def producer_state(self):
+        """The ProducerStateManager (idempotence, transactions); replaced whole on a reload."""
+        return self._producer_state
+
+    @producer_state.setter
+    def producer_state(self, psm) -> None:
+        # the append path takes a known producer's next batch itself (the producers lane)
+        self._producer_state = psm
+        self._st.set_producers(psm.producers)
+
+    @property
     def log_start_offset(self) -> int:
         return self._st.log_start_offset
 

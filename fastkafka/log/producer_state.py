@@ -76,10 +76,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections import deque
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
 from .. import errors
+from .._core.producer_entry import BatchMetadata, ProducerStateEntry
 from .._core.records import batch_index, read_header, validate
 from ..records import RecordBatch, end_txn_marker
 from .txn_index import AbortedTxn
@@ -89,60 +89,10 @@ __all__ = ["ProducerStateManager", "ProducerStateEntry", "BatchMetadata", "NO_PR
 
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
-NUM_BATCHES_TO_RETAIN = 5
 SEQUENCE_MODULUS = 1 << 31
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
-
-
-class BatchMetadata(NamedTuple):
-    first_seq: int
-    last_seq: int
-    first_offset: int
-    last_offset: int
-    timestamp: int
-
-
-class ProducerStateEntry:
-    """One producer's epoch, its last data batches on this partition (oldest first) and its
-    transaction: ``current_txn_first_offset`` (-1: none ongoing) and the ``coordinator_epoch``
-    of its last marker (-1: none yet). What DescribeProducers reports."""
-
-    __slots__ = ("producer_id", "epoch", "batches", "last_timestamp", "coordinator_epoch",
-                 "current_txn_first_offset")
-
-    def __init__(self, producer_id: int, epoch: int):
-        self.producer_id = producer_id
-        self.epoch = epoch
-        self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
-        self.last_timestamp = -1
-        self.coordinator_epoch = -1
-        self.current_txn_first_offset = -1
-
-    @property
-    def last_seq(self) -> int:
-        return self.batches[-1].last_seq if self.batches else -1
-
-    def find_duplicate(self, first_seq: int, last_seq: int) -> BatchMetadata | None:
-        for b in self.batches:
-            if b.first_seq == first_seq and b.last_seq == last_seq:
-                return b
-        return None
-
-    def add(self, meta: BatchMetadata) -> None:
-        self.batches.append(meta)
-        self.last_timestamp = meta.timestamp
-
-    def set_epoch(self, epoch: int) -> None:
-        """A batch or marker of another epoch: its sequences start over (the transaction and the
-        coordinator epoch carry on, as in Kafka)."""
-        if epoch != self.epoch:
-            self.epoch = epoch
-            self.batches.clear()
-
-
-_new_tuple = tuple.__new__
 
 
 def _last_seq(first_seq: int, last_offset_delta: int) -> int:
@@ -319,9 +269,7 @@ class ProducerStateManager:
         elif epoch != entry.epoch:
             entry.set_epoch(epoch)
         if first != -1:           # (-1: the coordinator's batch, no sequence to remember)
-            # tuple.__new__ skips the NamedTuple's Python-level __new__: one per idempotent append
-            entry.batches.append(_new_tuple(BatchMetadata, (
-                first, (first + last_offset_delta) % SEQUENCE_MODULUS, first_offset, last_offset, ts)))
+            entry.record(first, last_offset_delta, first_offset, last_offset, ts)
         entry.last_timestamp = ts          # the last batch's, as Kafka (what expiry counts from)
         if transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset      # a transaction begins
@@ -421,7 +369,7 @@ class ProducerStateManager:
             if not kept and entry.current_txn_first_offset < 0:
                 del self.producers[pid]
             else:
-                entry.batches = deque(kept, maxlen=NUM_BATCHES_TO_RETAIN)
+                entry.batches = kept
         self._publish()
 
     # --- recovery and snapshots ---
@@ -522,7 +470,9 @@ class ProducerStateManager:
         return None
 
     def _set(self, producers: dict[int, ProducerStateEntry], unreplicated: dict) -> None:
-        self.producers = producers
+        # the same dict for the state's life: the Log's append path holds it (Appender.set_producers)
+        self.producers.clear()
+        self.producers.update(producers)
         self.ongoing = {e.current_txn_first_offset: pid for pid, e in
                         sorted(producers.items(), key=lambda kv: kv[1].current_txn_first_offset)
                         if e.current_txn_first_offset >= 0}
