@@ -7,10 +7,10 @@ partition count changes; a *target assignment* computed by the server-side assig
 which member epoch holds each partition (assigned or still being revoked), so a partition is
 handed out only once released.
 
-Not persisted in this slice: the group, its members and epochs live in memory only (Kafka writes
-them to ``__consumer_offsets`` as ConsumerGroup* records). A restarted coordinator answers the
-members' heartbeats UNKNOWN_MEMBER_ID and they rejoin with epoch 0; committed offsets are kept,
-as they go through the ordinary offset path.
+A member subscribes to topic names, to a regular expression (KIP-848's server-side regex), or
+both; ``resolved_regexes`` holds each regex's matching topics as last resolved on the broker.
+``records`` is what ``__consumer_offsets`` holds for the group (key bytes -> value bytes, see
+:mod:`.consumer_group_records`): each change is written as its difference from it.
 
 Example::
 
@@ -41,6 +41,7 @@ class ConsumerGroupMember:
     client_host: str = ""
     rebalance_timeout_ms: int = -1
     subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     previous_member_epoch: int = -1
     reconciliation: Reconciliation = field(default_factory=Reconciliation)
@@ -81,6 +82,10 @@ class ConsumerGroup:
         self.subscription_metadata: dict[str, tuple] = {}
         self.partition_epochs: dict[tuple, int] = {}       # (topic_id, partition) -> member epoch
         self.assignor_name: str = ""
+        #: each member regex's matching topic names, as last resolved
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
+        #: the group's records in ``__consumer_offsets`` as last written: key bytes -> value bytes
+        self.records: dict[bytes, bytes] = {}
 
     @property
     def state(self) -> str:
@@ -101,8 +106,21 @@ class ConsumerGroup:
             return None
         return next((m for m in self.members.values() if m.instance_id == instance_id), None)
 
+    def member_topics(self, member: ConsumerGroupMember) -> set[str]:
+        """The topics ``member`` subscribes to: its names and what its regex resolved to."""
+        return set(member.subscribed_topic_names).union(
+            self.resolved_regexes.get(member.subscribed_topic_regex or "", ()))
+
     def subscribed_topic_names(self) -> set[str]:
-        return {t for m in self.members.values() for t in m.subscribed_topic_names}
+        return {t for m in self.members.values() for t in self.member_topics(m)}
+
+    def subscribed_regexes(self) -> set[str]:
+        return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
+
+    def preferred_assignor(self, default: str) -> str:
+        """The server assignor most members ask for (ties: the first name), else ``default``."""
+        wanted = [m.server_assignor for m in self.members.values() if m.server_assignor]
+        return max(sorted(set(wanted)), key=wanted.count) if wanted else default
 
     def partition_epoch(self, topic_id, partition: int) -> int:
         """The epoch of the member holding the partition, -1 when it is free."""

@@ -16,31 +16,48 @@ when the answer that moved it on was lost), else FENCED_MEMBER_EPOCH. A member s
 ``group.consumer.session.timeout.ms``, or that has not revoked partitions within its rebalance
 timeout, is fenced: removed, the group's epoch bumped, its partitions handed on.
 
-Not persisted (see :mod:`.consumer_group`): after a restart a member's heartbeat for a group the
-coordinator no longer knows answers UNKNOWN_MEMBER_ID, so it rejoins (Kafka's GROUP_ID_NOT_FOUND
-there would be fatal to the client, and Kafka never forgets a group that way).
+Persisted as Kafka 3.7+ does (:mod:`.consumer_group_records`): every change to a group is
+written to its ``__consumer_offsets`` partition, and the heartbeat that made it is answered once
+the write is replicated; a write that fails answers NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE
+(the client finds the coordinator again and retries). A coordinator that loads the partition (a
+restart, or in cluster mode a new leader) rebuilds the groups with their epochs and
+assignments, and their members carry on without a rebalance, each given a new session.
+A member's heartbeat for a group the coordinator does not know (one deleted meanwhile) answers
+UNKNOWN_MEMBER_ID, so it rejoins (Kafka's GROUP_ID_NOT_FOUND there would be fatal to the client).
+
+Regex subscriptions (heartbeat v1's ``subscribed_topic_regex``): Kafka compiles them with RE2/J;
+here they are Python :mod:`re` patterns that must match a topic's whole name (``fullmatch``),
+which agrees with RE2/J on the usual ``^prefix.*`` / ``orders-[0-9]+`` forms (Python's
+back-references and look-arounds, which RE2/J refuses, are accepted). A bad pattern answers
+INVALID_REGULAR_EXPRESSION. Each heartbeat resolves the group's regexes against the broker's
+topics (internal ones excluded), so a topic created or deleted is seen by the next heartbeat of
+any member: the subscription metadata changes and the group epoch is bumped.
 
 Example::
 
     >>> from fastkafka.coordinator import GroupCoordinator, MemoryOffsetsStore
     >>> gc = GroupCoordinator.create(MemoryOffsetsStore(1), clock=lambda: 0)
-    >>> gc.topic_metadata = lambda name: ("id-t", 2) if name == "t" else None
+    >>> t = uuid.UUID(int=1)
+    >>> gc.topic_metadata = lambda name: (t, 2) if name == "t" else None
     >>> r = gc.consumer_group_heartbeat("g", "m1", 0, rebalance_timeout_ms=30000,
     ...                                 subscribed_topic_names=["t"], owned=[])
-    >>> r.error, r.member_epoch, r.assignment
-    (0, 1, {'id-t': {0, 1}})
+    >>> r.error, r.member_epoch, r.assignment == {t: {0, 1}}
+    (0, 1, True)
 """
 from __future__ import annotations
 
 import logging
+import re
 import uuid
-from typing import Callable, NamedTuple, TypeVar
+from typing import Callable, Iterable, NamedTuple, TypeVar
 
 from .. import errors
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from .consumer_group import ConsumerGroup, ConsumerGroupMember
+from .consumer_group_records import changes, group_records
 from .current_assignment import UNREVOKED_PARTITIONS, Reconciliation, step
 from .group import DEAD, EMPTY as CLASSIC_EMPTY
+from .manager import offset_commit_error
 
 __all__ = ["ConsumerGroupHeartbeats", "HeartbeatResult", "LEAVE_GROUP_MEMBER_EPOCH",
            "LEAVE_GROUP_STATIC_MEMBER_EPOCH"]
@@ -75,6 +92,9 @@ class ConsumerGroupHeartbeats:
         #: a topic's ``(topic_id, partition count)`` by name, None if it does not exist: what
         #: consumer groups are assigned from (the broker sets it; without it they get nothing)
         self.topic_metadata: Callable[[str], tuple | None] | None = None
+        #: the names of the topics regex subscriptions are resolved against (the broker sets it)
+        self.topic_names: Callable[[], Iterable[str]] = lambda: ()
+        self.manager.consumer_groups_loaded = self._consumer_groups_loaded
 
     def consumer_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, *,
                                  instance_id: str | None = None, rack_id: str | None = None,
@@ -83,19 +103,41 @@ class ConsumerGroupHeartbeats:
                                  subscribed_topic_regex: str | None = None,
                                  server_assignor: str | None = None,
                                  owned: list[tuple[object, list[int]]] | None = None,
-                                 client_id: str = "", client_host: str = "") -> HeartbeatResult:
-        """One heartbeat; ``owned`` is the request's TopicPartitions as ``(topic_id, partitions)``."""
+                                 client_id: str = "", client_host: str = "",
+                                 callback: Callable[[HeartbeatResult], None] | None = None
+                                 ) -> HeartbeatResult | None:
+        """One heartbeat; ``owned`` is the request's TopicPartitions as ``(topic_id, partitions)``.
+        The answer goes to ``callback`` once what the heartbeat changed is replicated (after the
+        coordinator's lock is released); without one the call waits and returns it."""
+        if callback is None:
+            return self._wait(lambda cb: self.consumer_group_heartbeat(
+                group_id, member_id, member_epoch, instance_id=instance_id, rack_id=rack_id,
+                rebalance_timeout_ms=rebalance_timeout_ms, subscribed_topic_names=subscribed_topic_names,
+                subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor, owned=owned,
+                client_id=client_id, client_host=client_host, callback=cb))
         try:
             _validate(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                       subscribed_topic_names, subscribed_topic_regex, server_assignor, owned)
         except errors.KafkaError as e:
-            return HeartbeatResult(e.code, str(e))
-        return self._locked(self._consumer_heartbeat, group_id, member_id, member_epoch, instance_id,
-                            rack_id, rebalance_timeout_ms, subscribed_topic_names, server_assignor,
-                            owned, client_id, client_host)
+            callback(HeartbeatResult(e.code, str(e)))
+            return None
+        self._locked(self._heartbeat_and_store, callback, group_id, member_id, member_epoch, instance_id,
+                     rack_id, rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex,
+                     server_assignor, owned, client_id, client_host)
+        return None
+
+    def _heartbeat_and_store(self, callback, group_id, *args):
+        result = self._consumer_heartbeat(group_id, *args)
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            return self._respond(callback, result)
+
+        def stored(code):
+            self._respond(callback, HeartbeatResult(code) if code and not result.error else result)
+        self._store_consumer_group(group, stored)
 
     def _consumer_heartbeat(self, group_id, member_id, epoch, instance_id, rack_id, rebalance_timeout_ms,
-                            names, assignor, owned, client_id, client_host):
+                            names, regex, assignor, owned, client_id, client_host):
         code = self._check_available(group_id)
         if code:
             return HeartbeatResult(code)
@@ -109,8 +151,10 @@ class ConsumerGroupHeartbeats:
             return HeartbeatResult(e.code, str(e))
         before = member.assigned
         new = member.member_id not in group.members
-        # librdkafka lists the names in no fixed order: compare them sorted
+        # librdkafka lists the names in no fixed order: compare them sorted; an empty regex clears it
+        regex = None if regex is None else (regex or "")
         changed = new or (names is not None and tuple(sorted(names)) != member.subscribed_topic_names) or \
+            (regex is not None and (regex or None) != member.subscribed_topic_regex) or \
             (assignor is not None and assignor != member.server_assignor)
         if instance_id is not None:
             member.instance_id = instance_id
@@ -120,13 +164,16 @@ class ConsumerGroupHeartbeats:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         if names is not None:
             member.subscribed_topic_names = tuple(sorted(names))
+        if regex is not None:
+            member.subscribed_topic_regex = regex or None
         if assignor is not None:
             member.server_assignor = assignor
         member.client_id, member.client_host = client_id, client_host
         member.session_deadline = now + self.consumer_session_timeout_ms
         group.add_member(member)
-        if changed or self._subscription_metadata(group) != group.subscription_metadata:
-            group.subscription_metadata = self._subscription_metadata(group)
+        metadata = self._subscription_metadata(group)
+        if changed or metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
             group.group_epoch += 1
             log.info("consumer group %s: epoch %d (member %s)", group_id, group.group_epoch, member.member_id)
         if group.group_epoch > group.assignment_epoch:
@@ -181,17 +228,20 @@ class ConsumerGroupHeartbeats:
         return member
 
     def _subscription_metadata(self, group: ConsumerGroup) -> dict:
+        """The subscribed topics' ``(topic_id, partitions)`` by name, the regexes resolved anew."""
+        regexes = group.subscribed_regexes()
+        if regexes or group.resolved_regexes:
+            names = list(self.topic_names())
+            group.resolved_regexes = {r: frozenset(filter(re.compile(r).fullmatch, names)) for r in regexes}
         lookup = self.topic_metadata
         found = {name: lookup(name) for name in sorted(group.subscribed_topic_names())} if lookup else {}
         return {name: md for name, md in found.items() if md is not None}
 
     def _compute_target(self, group: ConsumerGroup) -> None:
         md = group.subscription_metadata
-        subs = {mid: {md[t][0] for t in m.subscribed_topic_names if t in md}
+        subs = {mid: {md[t][0] for t in group.member_topics(m) if t in md}
                 for mid, m in group.members.items()}
-        wanted = [m.server_assignor for m in group.members.values() if m.server_assignor]
-        name = max(sorted(set(wanted)), key=wanted.count) if wanted else DEFAULT_ASSIGNOR
-        group.assignor_name = name
+        name = group.assignor_name = group.preferred_assignor(DEFAULT_ASSIGNOR)
         group.target = ASSIGNORS[name](subs, dict(md.values()), group.target)
         group.assignment_epoch = group.group_epoch
 
@@ -232,16 +282,59 @@ class ConsumerGroupHeartbeats:
         group.remove_member(member.member_id)
         group.group_epoch += 1
 
+    # --- persistence (module docstring) ---
+    def _store_consumer_group(self, group: ConsumerGroup, done: Callable[[int], None]) -> None:
+        """Write what changed in ``group`` since its last write; ``done`` gets 0 once replicated
+        (at once when nothing changed) or the error a heartbeat answers with."""
+        before, after = group.records, group_records(group)
+        records = changes(before, after)
+        if not records:
+            return done(NONE)
+        group.records = after
+
+        def replicated(code):
+            if code and group.records is after:     # not written: the next change writes it again
+                group.records = before
+            done(_store_error(code))
+        self.manager.store_records(group.group_id, records, replicated)
+
+    def _drop_consumer_group(self, group_id: str) -> None:
+        """Forget an (empty) consumer group and tombstone its records (DeleteGroups, or a classic
+        group taking its id)."""
+        group = self.consumer_groups.pop(group_id)
+        records = changes(group.records, {})
+        if records:
+            self.manager.store_records(group_id, records, lambda code: code and log.warning(
+                "cannot delete consumer group %s: error %d", group_id, code))
+
+    def _consumer_groups_loaded(self, groups: dict[str, ConsumerGroup]) -> None:
+        """The groups of a loaded partition: their members get a new session (and, while they
+        revoke, a new rebalance timeout) from now, as after a restart Kafka's do."""
+        now = self.clock()
+        for gid, group in groups.items():
+            for m in group.members.values():
+                m.session_deadline = now + self.consumer_session_timeout_ms
+                if m.state == UNREVOKED_PARTITIONS:
+                    m.revocation_deadline = now + max(m.rebalance_timeout_ms, 0)
+            self.consumer_groups[gid] = group
+            log.info("consumer group %s loaded: epoch %d, %d members", gid, group.group_epoch, len(group.members))
+
     # --- timers, called under the lock from the coordinator's tick and group lookups ---
     def _expire_consumer_group(self, group: ConsumerGroup, now: int) -> None:
+        fenced = False
         for m in list(group.members.values()):
             if m.session_deadline <= now:
                 log.info("member %s of consumer group %s: session timed out", m.member_id, group.group_id)
                 self._fence(group, m)
+                fenced = True
             elif m.revocation_deadline is not None and m.revocation_deadline <= now \
                     and m.state == UNREVOKED_PARTITIONS:
                 log.info("member %s of consumer group %s did not revoke in time", m.member_id, group.group_id)
                 self._fence(group, m)
+                fenced = True
+        if fenced:
+            self._store_consumer_group(group, lambda code: code and log.warning(
+                "cannot store consumer group %s: error %d", group.group_id, code))
 
     # --- ConsumerGroupDescribe ---
     def read_consumer_group(self, group_id: str, read: Callable[[int, ConsumerGroup | None], T]) -> T:
@@ -283,7 +376,11 @@ def _validate(group_id, member_id, epoch, instance_id, rack_id, rebalance_timeou
     if rack_id == "":
         raise bad("RackId can't be empty.")
     if regex:     # librdkafka sends "" with a list of names: that is no regex
-        raise bad("SubscribedTopicRegex is not supported yet.")
+        try:
+            re.compile(regex)
+        except re.error as e:
+            raise E.InvalidRegularExpressionError(f"SubscribedTopicRegex `{regex}` is not a valid regular "
+                                                  f"expression: {e}.") from None
     if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
         if not member_id:
             raise bad("MemberId can't be empty.")
@@ -292,8 +389,9 @@ def _validate(group_id, member_id, epoch, instance_id, rack_id, rebalance_timeou
             raise bad("RebalanceTimeoutMs must be provided in first request.")
         if owned:     # Kafka also refuses null; librdkafka sends null before it has an assignment
             raise bad("TopicPartitions must be empty when (re-)joining.")
-        if not names:
-            raise bad("SubscribedTopicNames must be set in first request.")
+        if not names and not regex:
+            raise bad("Either SubscribedTopicNames or SubscribedTopicRegex must be non-empty when "
+                      "(re-)joining.")
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         if not member_id:
             raise bad("MemberId can't be empty.")
@@ -304,6 +402,16 @@ def _validate(group_id, member_id, epoch, instance_id, rack_id, rebalance_timeou
     if assignor is not None and assignor not in ASSIGNORS:
         raise E.UnsupportedAssignorError(f"ServerAssignor {assignor} is not supported. Supported "
                                          f"assignors: {', '.join(ASSIGNORS)}.")
+
+
+def _store_error(code: int) -> int:
+    """A heartbeat's answer for a write that ended with ``code`` (Kafka's normalizeException: a
+    timed-out write, like too few replicas, is COORDINATOR_NOT_AVAILABLE; a lost leadership
+    NOT_COORDINATOR)."""
+    code = offset_commit_error(code)
+    if code == E.InvalidCommitOffsetSizeError.code:
+        return E.UnknownServerError.code
+    return E.CoordinatorNotAvailableError.code if code == E.RequestTimedOutError.code else code
 
 
 def _subset(owned, assigned: dict) -> bool:

@@ -222,7 +222,7 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
         if consumer_group is not None:
             if consumer_group.members:     # no classic members in a consumer group here
                 return fail(E.InconsistentGroupProtocolError.code)
-            del self.consumer_groups[group_id]         # an empty one gives way, as in Kafka
+            self._drop_consumer_group(group_id)        # an empty one gives way, as in Kafka
         now = self.clock()
         group = self._group(group_id)
         names = [n for n, _ in protocols]

@@ -4,6 +4,7 @@ Every key starts with an int16 version that says what kind of record it is::
 
     OffsetCommitKey    v0/v1:  version int16 | group string | topic string | partition int32
     GroupMetadataKey   v2:     version int16 | group string
+    ConsumerGroup*Key  v3-8:   KIP-848 consumer groups (:mod:`.consumer_group_formats`)
 
     OffsetCommitValue  v0:  version | offset int64 | metadata string | commit_timestamp int64
                        v1:  ... v0 ... | expire_timestamp int64          (explicit retention)
@@ -36,6 +37,7 @@ import struct
 from typing import NamedTuple
 
 from .. import errors
+from .consumer_group_formats import KINDS as CONSUMER_GROUP_KINDS, ConsumerGroupKey, decode_consumer_group_key
 
 __all__ = ["OffsetKey", "GroupKey", "OffsetAndMetadata", "GroupRecord", "MemberRecord",
            "java_string_hashcode", "partition_for", "offset_key", "group_key", "decode_key",
@@ -179,14 +181,17 @@ def group_key(group: str) -> bytes:
     return bytes(out)
 
 
-def decode_key(buf) -> OffsetKey | GroupKey | None:
-    """The key of a ``__consumer_offsets`` record; None for kinds we do not know (newer Kafka's)."""
+def decode_key(buf) -> OffsetKey | GroupKey | ConsumerGroupKey | None:
+    """The key of a ``__consumer_offsets`` record; None for kinds we do not know (newer Kafka's:
+    share groups, streams groups)."""
     r = RecordReader(buf)
     version = r.i16()
     if version in (0, 1):
         return OffsetKey(r.str() or "", r.str() or "", r.i32())
     if version == 2:
         return GroupKey(r.str() or "")
+    if version in CONSUMER_GROUP_KINDS:
+        return decode_consumer_group_key(r.buf)
     return None
 
 

@@ -107,7 +107,7 @@ class GroupAdmin:
                 if consumer_group.members:
                     result[gid] = E.NonEmptyGroupError.code
                     continue
-                del self.consumer_groups[gid]
+                self._drop_consumer_group(gid)
                 if group is None or group.is_(DEAD):    # no offsets committed: nothing more to delete
                     result[gid] = NONE
                     continue

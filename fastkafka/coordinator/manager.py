@@ -33,7 +33,8 @@ from typing import Callable, Iterable
 
 from .. import errors
 from ..records import CONTROL_COMMIT
-from .formats import (GroupKey, GroupRecord, MemberRecord, OffsetAndMetadata, OffsetKey,
+from .consumer_group_records import replay as replay_consumer_groups
+from .formats import (ConsumerGroupKey, GroupKey, GroupRecord, MemberRecord, OffsetAndMetadata, OffsetKey,
                       decode_group_value, decode_key, decode_offset_value, group_key, group_value,
                       offset_key, offset_value, partition_for)
 from .group import DEAD, EMPTY, STABLE, GroupMetadata, MemberMetadata
@@ -60,6 +61,8 @@ class GroupMetadataManager:
         self._loaded: set[int] = set()
         #: wraps a write's completion callback (the coordinator's: take its lock first)
         self.guard: Callable[[Callable[[int], None]], Callable[[int], None]] = lambda fn: fn
+        #: gets the KIP-848 consumer groups a loaded partition holds, by id (the coordinator's)
+        self.consumer_groups_loaded: Callable[[dict], None] = lambda groups: None
 
     # --- ownership and loading ---
     def partition_for(self, group_id: str) -> int:
@@ -81,7 +84,8 @@ class GroupMetadataManager:
             self.load_partition(p)
 
     def load_partition(self, partition: int) -> None:
-        """Replay one partition: the last record per key wins, a tombstone deletes.
+        """Replay one partition: the last record per key wins, a tombstone deletes. KIP-848
+        consumer groups are rebuilt from their records and handed to ``consumer_groups_loaded``.
 
         Loaded groups keep their members (state Stable) so clients that survive a coordinator
         restart carry on heartbeating; members that do not come back expire after their session.
@@ -90,6 +94,7 @@ class GroupMetadataManager:
         groups: dict[str, GroupRecord | None] = {}
         # transactional commits wait for their producer's marker: pid -> [(group, tp, offset)]
         pending: dict[int, list[tuple[str, tuple[str, int], OffsetAndMetadata]]] = {}
+        consumer_group_records = []
         for rec in self.store.read(partition):
             if rec.control is not None:
                 done = pending.pop(rec.producer_id, ())
@@ -110,6 +115,8 @@ class GroupMetadataManager:
                         offsets.setdefault(key.group, {})[tp] = decode_offset_value(value)
                 elif isinstance(key, GroupKey):
                     groups[key.group] = None if value is None else decode_group_value(value)
+                elif isinstance(key, ConsumerGroupKey):
+                    consumer_group_records.append((rec.key, value))
             except errors.CorruptRecordError as e:
                 log.warning("__consumer_offsets-%d: skipping an unreadable record (%s)", partition, e)
         open_txns: dict[str, dict[int, dict]] = {}
@@ -126,6 +133,7 @@ class GroupMetadataManager:
             group.offsets.update(group_offsets)
             group.pending_txn_offsets = open_txns.get(gid, {})
             self.groups[gid] = group
+        self.consumer_groups_loaded(replay_consumer_groups(consumer_group_records))
         self._loaded.add(partition)
 
     def unload_partition(self, partition: int) -> list[GroupMetadata]:
@@ -194,6 +202,15 @@ class GroupMetadataManager:
                          on_replicated=lambda code: done(group_store_error(code)))
         except errors.KafkaError as e:
             done(group_store_error(e.code))
+
+    def store_records(self, group_id: str, records: list[tuple[bytes, bytes | None]],
+                      done: Callable[[int], None]) -> None:
+        """Append ``records`` (a KIP-848 group's changes) to the group's partition; ``done`` gets
+        0 once they are replicated, else the error. Raises nothing."""
+        try:
+            self._append(group_id, records, on_replicated=done)
+        except errors.KafkaError as e:
+            done(e.code)
 
     def store_offsets(self, group: GroupMetadata, offsets: dict[tuple[str, int], OffsetAndMetadata],
                       done: Callable[[dict[tuple[str, int], int]], None],

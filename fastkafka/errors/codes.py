@@ -974,6 +974,70 @@ class TransactionAbortableError(KafkaError):
     retriable = False
 
 
+class InvalidRecordStateError(KafkaError):
+    """Kafka error 121 INVALID_RECORD_STATE."""
+
+    code = 121
+    name = "INVALID_RECORD_STATE"
+    retriable = False
+
+
+class ShareSessionNotFoundError(KafkaError):
+    """Kafka error 122 SHARE_SESSION_NOT_FOUND (retriable)."""
+
+    code = 122
+    name = "SHARE_SESSION_NOT_FOUND"
+    retriable = True
+
+
+class InvalidShareSessionEpochError(KafkaError):
+    """Kafka error 123 INVALID_SHARE_SESSION_EPOCH (retriable)."""
+
+    code = 123
+    name = "INVALID_SHARE_SESSION_EPOCH"
+    retriable = True
+
+
+class FencedStateEpochError(KafkaError):
+    """Kafka error 124 FENCED_STATE_EPOCH."""
+
+    code = 124
+    name = "FENCED_STATE_EPOCH"
+    retriable = False
+
+
+class InvalidVoterKeyError(KafkaError):
+    """Kafka error 125 INVALID_VOTER_KEY."""
+
+    code = 125
+    name = "INVALID_VOTER_KEY"
+    retriable = False
+
+
+class DuplicateVoterError(KafkaError):
+    """Kafka error 126 DUPLICATE_VOTER."""
+
+    code = 126
+    name = "DUPLICATE_VOTER"
+    retriable = False
+
+
+class VoterNotFoundError(KafkaError):
+    """Kafka error 127 VOTER_NOT_FOUND."""
+
+    code = 127
+    name = "VOTER_NOT_FOUND"
+    retriable = False
+
+
+class InvalidRegularExpressionError(KafkaError):
+    """Kafka error 128 INVALID_REGULAR_EXPRESSION."""
+
+    code = 128
+    name = "INVALID_REGULAR_EXPRESSION"
+    retriable = False
+
+
 _BY_CODE: dict[int, type[KafkaError]] = {
     -1: UnknownServerError,
     1: OffsetOutOfRangeError,
@@ -1096,6 +1160,14 @@ _BY_CODE: dict[int, type[KafkaError]] = {
     118: TelemetryTooLargeError,
     119: InvalidRegistrationError,
     120: TransactionAbortableError,
+    121: InvalidRecordStateError,
+    122: ShareSessionNotFoundError,
+    123: InvalidShareSessionEpochError,
+    124: FencedStateEpochError,
+    125: InvalidVoterKeyError,
+    126: DuplicateVoterError,
+    127: VoterNotFoundError,
+    128: InvalidRegularExpressionError,
 }
 
 __all__ = [
@@ -1220,4 +1292,12 @@ __all__ = [
     "TelemetryTooLargeError",
     "InvalidRegistrationError",
     "TransactionAbortableError",
+    "InvalidRecordStateError",
+    "ShareSessionNotFoundError",
+    "InvalidShareSessionEpochError",
+    "FencedStateEpochError",
+    "InvalidVoterKeyError",
+    "DuplicateVoterError",
+    "VoterNotFoundError",
+    "InvalidRegularExpressionError",
 ]

@@ -448,22 +448,23 @@ def codec_for(api_key: int, version: int) -> Codec:
         raise T.ProtocolError(f"unknown api key {api_key}") from None
 
 
-def decode_struct(s: Struct, version: int, buf, pos: int = 0):
-    """``(object, end)`` of one non-flexible struct declared with ``parse_struct`` at ``pos`` of
-    ``buf``: the internal formats carried as bytes inside messages (the consumer protocol)."""
+def decode_struct(s: Struct, version: int, buf, pos: int = 0, flexible: bool = False):
+    """``(object, end)`` of one struct declared with ``parse_struct`` at ``pos`` of ``buf``: the
+    internal formats carried as bytes inside messages (the consumer protocol) or stored as
+    records (``__consumer_offsets``; ``flexible`` for Kafka's compact, tagged layouts)."""
     if not isinstance(buf, memoryview):
         buf = memoryview(buf)
     try:
-        return _GEN.decoder(s, version, False)(buf, pos)
+        return _GEN.decoder(s, version, flexible)(buf, pos)
     except _DECODE_ERRORS as exc:
         raise T.ProtocolError(f"malformed {s.name} v{version}: {exc}") from None
 
 
-def encode_struct(s: Struct, version: int, obj) -> bytes:
-    """The bytes of one non-flexible struct (see :func:`decode_struct`)."""
+def encode_struct(s: Struct, version: int, obj, flexible: bool = False) -> bytes:
+    """The bytes of one struct (see :func:`decode_struct`)."""
     out, regions = bytearray(), []
     try:
-        _GEN.encoder(s, version, False)(obj, out, regions)
+        _GEN.encoder(s, version, flexible)(obj, out, regions)
     except _ENCODE_ERRORS as exc:
         raise T.ProtocolError(f"cannot encode {s.name} v{version}: {exc}") from exc
     return bytes(out)

@@ -70,6 +70,7 @@ from fastkafka.coordinator.coordinator import wall_clock_ms
 
 from .coordinator_writer import CoordinatorPartitionWriter
 from .partition import ACKS_ALL, LEADER
+from .topics import INTERNAL_TOPICS
 from .txn_marker_channel import RemoteMarkerWriter
 from .txn_markers import LocalMarkerWriter
 
@@ -109,6 +110,8 @@ class CoordinationService:
                                 read_chunk=cfg["offsets.load.buffer.size"], writer=writer)
         self.groups = GroupCoordinator.from_config(cfg, store, load=False)
         self.groups.topic_metadata = self._topic_metadata        # what consumer groups are assigned
+        # what regex subscriptions match: internal topics never (as consumers exclude them by default)
+        self.groups.topic_names = lambda: [n for n in topics.all() if n not in INTERNAL_TOPICS]
         self.producer_ids = ProducerIdManager(self._producer_id_store(zk_client),
                                               block_size=cfg["producer.id.block.size"])
         self.transactions: TransactionCoordinator | None = None

@@ -1,5 +1,7 @@
 """KIP-848 consumer groups on the coordinator, driven by heartbeats and a fake clock (no sockets):
 epochs, revoke-before-assign, fencing, timeouts, the classic protocol beside it, offset checks."""
+import uuid
+
 import pytest
 
 from fastkafka import errors as E
@@ -9,7 +11,7 @@ from fastkafka.coordinator.current_assignment import UNRELEASED_PARTITIONS, UNRE
 
 pytestmark = pytest.mark.timeout(30)
 
-T, U = "id-t", "id-u"        # topic ids (anything hashable: the coordinator never looks inside)
+T, U = uuid.UUID(int=1), uuid.UUID(int=2)        # topic ids (UUIDs: written in the group's records)
 
 
 class Harness:

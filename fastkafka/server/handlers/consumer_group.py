@@ -1,8 +1,10 @@
 """KIP-848's consumer group APIs: ConsumerGroupHeartbeat and ConsumerGroupDescribe, translated to
 :class:`~fastkafka.coordinator.consumer_groups.ConsumerGroupHeartbeats` calls.
 
-Both answer at once. Assignments travel by topic id (KIP-516); ConsumerGroupDescribe names each
-topic too, looked up here (a topic deleted meanwhile answers an empty name). Authorization, as
+A heartbeat is answered once what it changed in the group is replicated in
+``__consumer_offsets`` (``DELAYED``, then ``ctx.send``); ConsumerGroupDescribe at once.
+Assignments travel by topic id (KIP-516); ConsumerGroupDescribe names each topic too, and each
+member's regex, looked up here (a topic deleted meanwhile answers an empty name). Authorization, as
 Kafka's KafkaApis: READ on the group for the heartbeat, DESCRIBE on each group described.
 
 Example (what a confluent-kafka consumer with ``group.protocol=consumer`` amounts to)::
@@ -18,6 +20,7 @@ from fastkafka import errors
 from fastkafka.protocol import ApiKey
 
 from ..authorizer import GROUP, AclOperation
+from ..dispatch import DELAYED
 from .authorization import require_group
 
 __all__ = ["handle_consumer_group_heartbeat", "handle_consumer_group_describe", "CONSUMER_GROUP_RANGES"]
@@ -31,14 +34,19 @@ def _groups(ctx):
 
 def handle_consumer_group_heartbeat(ctx, req):
     require_group(ctx, AclOperation.READ, req.group_id)
-    r = _groups(ctx).consumer_group_heartbeat(
+    _groups(ctx).consumer_group_heartbeat(
         req.group_id, req.member_id, req.member_epoch, instance_id=req.instance_id, rack_id=req.rack_id,
         rebalance_timeout_ms=req.rebalance_timeout_ms, subscribed_topic_names=req.subscribed_topic_names,
         subscribed_topic_regex=req.subscribed_topic_regex if ctx.version >= 1 else None,
         server_assignor=req.server_assignor,
         owned=None if req.topic_partitions is None else
         [(tp.topic_id, list(tp.partitions)) for tp in req.topic_partitions],
-        client_id=ctx.client_id or "", client_host="/" + ctx.client_host)
+        client_id=ctx.client_id or "", client_host="/" + ctx.client_host,
+        callback=lambda r: ctx.send(_heartbeat_response(ctx, r)))
+    return DELAYED
+
+
+def _heartbeat_response(ctx, r):
     cls = ctx.codec.api.response
     assignment = None
     if r.assignment is not None:
@@ -73,6 +81,7 @@ def handle_consumer_group_describe(ctx, req):
                     member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                     member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
                     subscribed_topic_names=sorted(m.subscribed_topic_names),
+                    subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=members_cls.Assignment(
                         topic_partitions=_named(ctx, members_cls.Assignment, m.assigned)),
                     target_assignment=members_cls.TargetAssignment(
