@@ -221,6 +221,11 @@ class FetchSessionCache:
         with self._lock:
             return [(s.id, s.epoch, len(s.partitions)) for s in self._sessions.values()]
 
+    def close(self, session_id: int) -> None:
+        """Forget a session (its client will open another with a full fetch)."""
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
     # --- the request path ---
     def context(self, version: int, session_id: int, epoch: int, topics, forgotten, privileged: bool,
                 name_of: Callable | None = None) -> FetchContext:

@@ -323,6 +323,11 @@ class RequestQuota:
             throttle = max(throttle, bandwidth)
         if throttle > 0:
             Send(chunks).abandon()
+            if getattr(response, "session_id", 0):
+                # the session recorded what this answer held, which the client never sees: close it
+                # (session id 0 below tells the client so; its next fetch is a full one) rather than
+                # leave it cached until evicted
+                ctx.broker.fetch_sessions.close(response.session_id)
             chunks = ctx.encode(ctx.response(throttle_time_ms=throttle, error_code=0, session_id=0, responses=[]))
         self._deliver(ctx, chunks, throttle)
 

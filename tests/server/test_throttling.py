@@ -174,6 +174,23 @@ def test_a_throttled_fetch_is_answered_empty(broker):
     assert max(sizes) <= 20_000
 
 
+def test_a_throttled_fetch_closes_its_session(broker):
+    """A full fetch opening a session (epoch 0) is throttled: the session recorded an answer the
+    client never got, so it is closed rather than left cached until evicted, and the client is
+    told so (session id 0); its next full fetch opens another."""
+    writer = RawClient(broker.port, "writer")
+    assert writer.call(ApiKey.PRODUCE, 7, produce("t", 30_000, batches=4)).throttle_time_ms == 0
+    set_quotas(broker, (None, "sessions"), consumer_byte_rate=10_000)
+    c = RawClient(broker.port, "sessions")
+    resp = c.call(ApiKey.FETCH, 11, dict(fetch("t"), session_epoch=0))
+    assert resp.throttle_time_ms > 0 and resp.responses == [] and resp.session_id == 0
+    assert broker.fetch_sessions.sessions() == []
+    time.sleep(resp.throttle_time_ms / 1000 + 2.5)          # the rate forgets the burst
+    again = c.call(ApiKey.FETCH, 11, dict(fetch("t", max_bytes=1000), session_epoch=0))
+    assert again.throttle_time_ms == 0 and again.session_id != 0
+    assert [s[0] for s in broker.fetch_sessions.sessions()] == [again.session_id]
+
+
 def test_request_percentage_caps_throttling_at_one_window(broker):
     set_quotas(broker, (None, "busy"), request_percentage=0.001)
     c = RawClient(broker.port, "busy")
