@@ -10,7 +10,9 @@ handed out only once released.
 A member subscribes to topic names, to a regular expression (KIP-848's server-side regex), or
 both; ``resolved_regexes`` holds each regex's matching topics as last resolved on the broker.
 ``records`` is what ``__consumer_offsets`` holds for the group (key bytes -> value bytes, see
-:mod:`.consumer_group_records`): each change is written as its difference from it.
+:mod:`.consumer_group_records`): each change is written as its difference from it, computed for
+the members in ``changed``: those added, removed or moved here, whose target changed, or that
+a heartbeat updated.
 
 Example::
 
@@ -65,6 +67,11 @@ class ConsumerGroupMember:
     def pending_revocation(self) -> dict:
         return self.reconciliation.pending_revocation
 
+    def metadata(self) -> tuple:
+        """What its ConsumerGroupMemberMetadata record holds (compared to see if it changed)."""
+        return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
+                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor)
+
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MEMBER_STABLE and self.member_epoch == epoch
 
@@ -86,6 +93,10 @@ class ConsumerGroup:
         self.resolved_regexes: dict[str, frozenset[str]] = {}
         #: the group's records in ``__consumer_offsets`` as last written: key bytes -> value bytes
         self.records: dict[bytes, bytes] = {}
+        #: members whose records may differ from ``records``
+        self.changed: set[str] = set()
+        #: group epoch, assignment epoch and subscription metadata as last written (None: unknown)
+        self.written_level: tuple | None = None
 
     @property
     def state(self) -> str:
@@ -128,8 +139,10 @@ class ConsumerGroup:
 
     def add_member(self, member: ConsumerGroupMember) -> None:
         """Put ``member`` in the group (a no-op for one already in it)."""
-        if self.members.setdefault(member.member_id, member) is member:
+        if member.member_id not in self.members:
+            self.members[member.member_id] = member
             self._claim(member)
+            self.changed.add(member.member_id)
 
     def reconcile(self, member: ConsumerGroupMember, reconciliation: Reconciliation) -> None:
         """Move ``member`` (one of the group's) to ``reconciliation``, its partitions' owner
@@ -137,6 +150,7 @@ class ConsumerGroup:
         self._release(member)
         member.reconciliation = reconciliation
         self._claim(member)
+        self.changed.add(member.member_id)
 
     def _claim(self, member: ConsumerGroupMember) -> None:
         for parts in (member.assigned, member.pending_revocation):
@@ -149,6 +163,7 @@ class ConsumerGroup:
         if member is not None:
             self._release(member)
             self.target.pop(member_id, None)
+            self.changed.add(member_id)
         return member
 
     def _release(self, member: ConsumerGroupMember) -> None:

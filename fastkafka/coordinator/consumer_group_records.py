@@ -4,12 +4,13 @@ group changes, and how a loading coordinator rebuilds its groups.
 A group is the set of records :func:`group_records` gives (layouts in
 :mod:`.consumer_group_formats`): its epoch, its subscribed topics' metadata, its target
 assignment epoch, and per member its metadata, its target assignment and its current
-assignment (epochs, state, partitions). A change is written as :func:`changes` from what was
-written last: new or changed records, then tombstones for records that are gone (a member left:
-its three records; the group deleted: all of them), ordered as Kafka orders them (a member's
-records before the group's), so that compaction, which keeps the last record of each key,
-leaves the group as it last was. :func:`replay` rebuilds groups from a partition's records in
-offset order.
+assignment (epochs, state, partitions). A change is written as its difference from what was
+written last (``group.records``): :func:`record_changes` for the group's own records and those
+of the members that changed, :func:`changes` between two whole sets (a deleted group: every
+record tombstoned); new or changed records first, then tombstones (a member left: its three
+records), ordered as Kafka orders them (a member's records before the group's), so that
+compaction, which keeps the last record of each key, leaves the group as it last was.
+:func:`replay` rebuilds groups from a partition's records in offset order.
 
 Example::
 
@@ -38,7 +39,7 @@ from .consumer_group_formats import (CURRENT_MEMBER_ASSIGNMENT, GROUP_METADATA, 
                                      decode_consumer_group_key, decode_value, encode_value)
 from .current_assignment import UNKNOWN, Reconciliation
 
-__all__ = ["group_records", "changes", "replay"]
+__all__ = ["group_records", "record_changes", "changes", "replay"]
 
 log = logging.getLogger("fastkafka.coordinator")
 
@@ -51,30 +52,59 @@ _STATE_NAMES = {v: k for k, v in MEMBER_STATES.items()}
 
 def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
     """Every record of ``group`` as it is now: key bytes -> value bytes, the group's first."""
+    out = _group_level(group)
+    for mid in set(group.members) | set(group.target):
+        out.update(_member_records(group, mid))
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def record_changes(group: ConsumerGroup, member_ids: Iterable[str]) -> list[tuple[bytes, bytes | None]]:
+    """What differs from ``group.records``: the group's own records, and those of ``member_ids``
+    (the members that may have changed, or left), new and changed first, then tombstones. Only
+    these members are encoded, so a heartbeat costs the same in a group of any size."""
+    candidates = _group_level(group)
+    for mid in member_ids:
+        candidates.update(_member_records(group, mid))
+    have = group.records
+    upserts = [(k, v) for k, v in candidates.items() if v is not None and have.get(k) != v]
+    gone = sorted((k for k, v in candidates.items() if v is None and k in have), key=_tombstone_order)
+    return upserts + [(k, None) for k in gone]
+
+
+def _group_level(group: ConsumerGroup) -> dict[bytes, bytes]:
     gid = group.group_id
-    out = {
+    return {
         consumer_group_key(GROUP_METADATA, gid): encode_value(GROUP_METADATA, {"epoch": group.group_epoch}),
         consumer_group_key(PARTITION_METADATA, gid): encode_value(PARTITION_METADATA, {"topics": [
             {"topic_id": tid, "topic_name": name, "num_partitions": n, "partition_metadata": []}
             for name, (tid, n) in sorted(group.subscription_metadata.items())]}),
+        consumer_group_key(TARGET_ASSIGNMENT_METADATA, gid): encode_value(
+            TARGET_ASSIGNMENT_METADATA, {"assignment_epoch": group.assignment_epoch}),
     }
-    for mid, m in group.members.items():
-        out[consumer_group_key(MEMBER_METADATA, gid, mid)] = encode_value(MEMBER_METADATA, {
+
+
+def _member_records(group: ConsumerGroup, mid: str) -> dict[bytes, bytes | None]:
+    """A member's three records; None for those it has not (any more)."""
+    gid = group.group_id
+    m, target = group.members.get(mid), group.target.get(mid)
+    return {
+        consumer_group_key(MEMBER_METADATA, gid, mid): None if m is None else encode_value(MEMBER_METADATA, {
             "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
             "client_host": m.client_host, "subscribed_topic_names": list(m.subscribed_topic_names),
             "subscribed_topic_regex": m.subscribed_topic_regex,
-            "rebalance_timeout_ms": m.rebalance_timeout_ms, "server_assignor": m.server_assignor})
-    out[consumer_group_key(TARGET_ASSIGNMENT_METADATA, gid)] = encode_value(
-        TARGET_ASSIGNMENT_METADATA, {"assignment_epoch": group.assignment_epoch})
-    for mid, target in group.target.items():
-        out[consumer_group_key(TARGET_ASSIGNMENT_MEMBER, gid, mid)] = encode_value(
-            TARGET_ASSIGNMENT_MEMBER, {"topic_partitions": _topic_partitions(target)})
-    for mid, m in group.members.items():
-        out[consumer_group_key(CURRENT_MEMBER_ASSIGNMENT, gid, mid)] = encode_value(CURRENT_MEMBER_ASSIGNMENT, {
-            "member_epoch": m.member_epoch, "previous_member_epoch": m.previous_member_epoch,
-            "state": MEMBER_STATES[m.state], "assigned_partitions": _topic_partitions(m.assigned),
-            "partitions_pending_revocation": _topic_partitions(m.pending_revocation)})
-    return out
+            "rebalance_timeout_ms": m.rebalance_timeout_ms, "server_assignor": m.server_assignor}),
+        consumer_group_key(TARGET_ASSIGNMENT_MEMBER, gid, mid): None if target is None else encode_value(
+            TARGET_ASSIGNMENT_MEMBER, {"topic_partitions": _topic_partitions(target)}),
+        consumer_group_key(CURRENT_MEMBER_ASSIGNMENT, gid, mid): None if m is None else encode_value(
+            CURRENT_MEMBER_ASSIGNMENT, {
+                "member_epoch": m.member_epoch, "previous_member_epoch": m.previous_member_epoch,
+                "state": MEMBER_STATES[m.state], "assigned_partitions": _topic_partitions(m.assigned),
+                "partitions_pending_revocation": _topic_partitions(m.pending_revocation)}),
+    }
+
+
+def _tombstone_order(key: bytes) -> int:
+    return _TOMBSTONE_ORDER[_KIND.unpack_from(key)[0]]
 
 
 def _topic_partitions(partitions: dict) -> list[dict]:
@@ -85,7 +115,7 @@ def _topic_partitions(partitions: dict) -> list[dict]:
 def changes(before: dict[bytes, bytes], after: dict[bytes, bytes]) -> list[tuple[bytes, bytes | None]]:
     """The records that turn ``before`` into ``after``: the new and changed ones, then tombstones."""
     upserts = [(k, v) for k, v in after.items() if before.get(k) != v]
-    gone = sorted((k for k in before if k not in after), key=lambda k: _TOMBSTONE_ORDER[_KIND.unpack_from(k)[0]])
+    gone = sorted((k for k in before if k not in after), key=_tombstone_order)
     return upserts + [(k, None) for k in gone]
 
 

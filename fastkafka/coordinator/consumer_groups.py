@@ -54,7 +54,7 @@ from typing import Callable, Iterable, NamedTuple, TypeVar
 from .. import errors
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from .consumer_group import ConsumerGroup, ConsumerGroupMember
-from .consumer_group_records import changes, group_records
+from .consumer_group_records import changes, record_changes
 from .current_assignment import UNREVOKED_PARTITIONS, Reconciliation, step
 from .group import DEAD, EMPTY as CLASSIC_EMPTY
 from .manager import offset_commit_error
@@ -149,7 +149,7 @@ class ConsumerGroupHeartbeats:
             member = self._consumer_member(group, member_id or str(uuid.uuid4()), epoch, instance_id, owned)
         except errors.KafkaError as e:
             return HeartbeatResult(e.code, str(e))
-        before = member.assigned
+        before, metadata_before = member.assigned, member.metadata()
         new = member.member_id not in group.members
         # librdkafka lists the names in no fixed order: compare them sorted; an empty regex clears it
         regex = None if regex is None else (regex or "")
@@ -170,6 +170,8 @@ class ConsumerGroupHeartbeats:
             member.server_assignor = assignor
         member.client_id, member.client_host = client_id, client_host
         member.session_deadline = now + self.consumer_session_timeout_ms
+        if member.metadata() != metadata_before:
+            group.changed.add(member.member_id)
         group.add_member(member)
         metadata = self._subscription_metadata(group)
         if changed or metadata != group.subscription_metadata:
@@ -242,8 +244,9 @@ class ConsumerGroupHeartbeats:
         subs = {mid: {md[t][0] for t in group.member_topics(m) if t in md}
                 for mid, m in group.members.items()}
         name = group.assignor_name = group.preferred_assignor(DEFAULT_ASSIGNOR)
-        group.target = ASSIGNORS[name](subs, dict(md.values()), group.target)
+        old, group.target = group.target, ASSIGNORS[name](subs, dict(md.values()), group.target)
         group.assignment_epoch = group.group_epoch
+        group.changed.update(mid for mid in old.keys() | group.target.keys() if old.get(mid) != group.target.get(mid))
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, owned, now: int) -> None:
         if member.is_reconciled_to(group.assignment_epoch):
@@ -286,15 +289,22 @@ class ConsumerGroupHeartbeats:
     def _store_consumer_group(self, group: ConsumerGroup, done: Callable[[int], None]) -> None:
         """Write what changed in ``group`` since its last write; ``done`` gets 0 once replicated
         (at once when nothing changed) or the error a heartbeat answers with."""
-        before, after = group.records, group_records(group)
-        records = changes(before, after)
+        mids = group.changed
+        level = (group.group_epoch, group.assignment_epoch, group.subscription_metadata)
+        if not mids and level == group.written_level:
+            return done(NONE)          # a heartbeat that changed nothing: nothing to encode
+        group.changed, group.written_level = set(), level
+        records = record_changes(group, mids)
         if not records:
             return done(NONE)
-        group.records = after
+        undo = {k: group.records.get(k) for k, _ in records}
+        _apply(group.records, records)
 
         def replicated(code):
-            if code and group.records is after:     # not written: the next change writes it again
-                group.records = before
+            if code:        # not written: put back what the log holds, and write it with the next change
+                _apply(group.records, undo.items())
+                group.changed |= mids
+                group.written_level = None
             done(_store_error(code))
         self.manager.store_records(group.group_id, records, replicated)
 
@@ -402,6 +412,14 @@ def _validate(group_id, member_id, epoch, instance_id, rack_id, rebalance_timeou
     if assignor is not None and assignor not in ASSIGNORS:
         raise E.UnsupportedAssignorError(f"ServerAssignor {assignor} is not supported. Supported "
                                          f"assignors: {', '.join(ASSIGNORS)}.")
+
+
+def _apply(records: dict, changed) -> None:
+    for k, v in changed:
+        if v is None:
+            records.pop(k, None)
+        else:
+            records[k] = v
 
 
 def _store_error(code: int) -> int:

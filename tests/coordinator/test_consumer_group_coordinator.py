@@ -7,6 +7,7 @@ import pytest
 from fastkafka import errors as E
 from fastkafka.coordinator import GroupCoordinator, MemoryOffsetsStore, OffsetAndMetadata
 from fastkafka.coordinator.assignors import range_assign, uniform
+from fastkafka.coordinator.consumer_group_records import changes, group_records
 from fastkafka.coordinator.current_assignment import UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS
 
 pytestmark = pytest.mark.timeout(30)
@@ -23,18 +24,26 @@ class Harness:
         self.gc.topic_metadata = self.topics.get
 
     def join(self, member, names=("t",), group="g", assignor=None, instance=None, rebalance=30_000):
-        return self.gc.consumer_group_heartbeat(group, member, 0, subscribed_topic_names=list(names),
-                                                rebalance_timeout_ms=rebalance, server_assignor=assignor,
-                                                instance_id=instance, owned=[])
+        return self.written(self.gc.consumer_group_heartbeat(
+            group, member, 0, subscribed_topic_names=list(names), rebalance_timeout_ms=rebalance,
+            server_assignor=assignor, instance_id=instance, owned=[]))
 
     def beat(self, member, epoch, owned, group="g", **kw):
         """A heartbeat reporting ``owned`` ({topic_id: partitions})."""
-        return self.gc.consumer_group_heartbeat(group, member, epoch,
-                                                owned=[(t, sorted(ps)) for t, ps in owned.items()], **kw)
+        return self.written(self.gc.consumer_group_heartbeat(
+            group, member, epoch, owned=[(t, sorted(ps)) for t, ps in owned.items()], **kw))
 
     def advance(self, ms):
         self.now += ms
         self.gc.tick()
+        self.written(None)
+
+    def written(self, result):
+        """``result``, once checked that every group's records as written (member by member, as
+        heartbeats change them) are what the whole group encodes to now: nothing left unwritten."""
+        for g in self.gc.consumer_groups.values():
+            assert changes(g.records, group_records(g)) == [], g.group_id
+        return result
 
     def group(self, group="g"):
         return self.gc.consumer_groups[group]

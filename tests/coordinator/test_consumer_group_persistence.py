@@ -12,6 +12,7 @@ from fastkafka.coordinator.consumer_group_formats import (CURRENT_MEMBER_ASSIGNM
                                                           MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER,
                                                           consumer_group_key, decode_consumer_group_key,
                                                           decode_value)
+from fastkafka.coordinator.consumer_group_records import changes, group_records
 from fastkafka.coordinator.formats import partition_for
 from fastkafka.coordinator.storage import StoredRecord
 
@@ -37,13 +38,19 @@ class Cluster:
         return self.gc
 
     def join(self, member, names=("t",), regex=None, group="g"):
-        return self.gc.consumer_group_heartbeat(group, member, 0, subscribed_topic_names=list(names),
-                                                subscribed_topic_regex=regex, rebalance_timeout_ms=30_000,
-                                                owned=[])
+        return self.written(self.gc.consumer_group_heartbeat(
+            group, member, 0, subscribed_topic_names=list(names), subscribed_topic_regex=regex,
+            rebalance_timeout_ms=30_000, owned=[]))
 
     def beat(self, member, epoch, owned, group="g"):
-        return self.gc.consumer_group_heartbeat(group, member, epoch,
-                                                owned=[(t, sorted(ps)) for t, ps in owned.items()])
+        return self.written(self.gc.consumer_group_heartbeat(
+            group, member, epoch, owned=[(t, sorted(ps)) for t, ps in owned.items()]))
+
+    def written(self, result):
+        """``result``, once checked that nothing of any group is left unwritten."""
+        for g in self.gc.consumer_groups.values():
+            assert changes(g.records, group_records(g)) == [], g.group_id
+        return result
 
     def records(self, group="g"):
         """``(key, value)`` of the group's consumer-group records, in the order written."""
