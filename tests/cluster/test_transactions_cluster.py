@@ -164,9 +164,9 @@ CTP_IN, CTP_OUT, CTP_GROUP, CTP_TXN_ID = "ctp-in", "ctp-out", "ctp-group", "ctp-
 CTP_PARTS = 3           # partitions of the input and of the output topic (replication factor 3)
 CTP_RECORDS = 2000      # input records, each with a unique id
 CTP_BATCH = 10          # records per transaction (at most): ~200 transactions, kills land among them
-CTP_BROKER_KILLS = int(os.environ.get("TXN_BROKER_KILLS", 6))   # SIGKILLs of a broker per run, at random
+CTP_BROKER_KILLS = int(os.environ.get("TXN_BROKER_KILLS", 20))  # SIGKILLs of a broker per run, at random
 CTP_WORKER_KILLS = int(os.environ.get("TXN_WORKER_KILLS", 2))   # points of progress; and of the worker
-CTP_DEADLINE = 120      # seconds for the whole run to finish
+CTP_DEADLINE = 180      # seconds for the whole run to finish (20 kills: ~85 s here)
 INTERNAL = ("__consumer_offsets", TRANSACTION_STATE_TOPIC)   # 6 partitions each (the harness's)
 
 
