@@ -7,12 +7,18 @@
   a topic where 10% of the transactions were aborted, against ``read_uncommitted`` reading the same
   topic (it returns more records: the figure is bytes of the log per second). Target >= 0.9x.
 
+* ``--small``: committed transactions per second of one confluent-kafka transactional producer
+  whose transactions are small (``SMALL`` records of 100 B over 1 or 10 partitions: begin,
+  produce, commit), against the same client idempotent sending the same batches one at a time
+  (produce, flush): what the coordinator's round trips (AddPartitionsToTxn, EndTxn, the markers)
+  cost per batch.
+
 One ``fastkafka serve`` process on this machine, or with ``--cluster`` three of them over a real
 ZooKeeper (topics with 3 replicas, ``__transaction_state`` too: the coordinator's states and the
 markers wait for replication, the markers go to the leader as WriteTxnMarkers); the compared
 things alternate within each round.
 
-    python bench/bench_transactions.py [--rounds 3] [--mb 64] [--cluster]
+    python bench/bench_transactions.py [--rounds 3] [--mb 64] [--cluster] [--small [--seconds 5]]
 """
 from __future__ import annotations
 
@@ -33,14 +39,15 @@ from brokers import free_port, serve_process, wait_listening  # noqa: E402
 
 VALUE = 1000
 PER_TXN = 1000
+SMALL = 10
 
 
 REPLICAS = 1            # 3 with --cluster
 
 
-def create(bootstrap: str, topic: str) -> None:
+def create(bootstrap: str, topic: str, partitions: int = 1) -> None:
     a = AdminClient({"bootstrap.servers": bootstrap})
-    for f in a.create_topics([NewTopic(topic, 1, REPLICAS)], operation_timeout=15).values():
+    for f in a.create_topics([NewTopic(topic, partitions, REPLICAS)], operation_timeout=15).values():
         f.result()
 
 
@@ -122,17 +129,63 @@ def consume(bootstrap: str, topic: str, isolation: str, end: int) -> tuple[float
     return took, seen
 
 
+def small_batches(bootstrap: str, topic: str, partitions: int, seconds: float, transactional: bool) -> float:
+    """Batches per second: SMALL records of 100 B over ``partitions``, each batch committed as a
+    transaction (``transactional``) or produced idempotently and flushed."""
+    conf = {"bootstrap.servers": bootstrap, "enable.idempotence": True}
+    if transactional:
+        conf["transactional.id"] = f"bench-{uuid.uuid4()}"
+    p = Producer(conf)
+    if transactional:
+        p.init_transactions(30)
+    value = b"x" * 100
+
+    def one() -> None:
+        if transactional:
+            p.begin_transaction()
+        for i in range(SMALL):
+            p.produce(topic, value, partition=i % partitions)
+        if transactional:
+            p.commit_transaction(30)
+        else:
+            assert p.flush(30) == 0
+    one()                          # the leaders known (and the coordinator found)
+    done = 0
+    start = time.perf_counter()
+    while (took := time.perf_counter() - start) < seconds:
+        one()
+        done += 1
+    return done / took
+
+
+def compare_small(bootstrap: str, rounds: int, seconds: float) -> None:
+    for n in (1, 10):
+        create(bootstrap, f"small-{n}", n)
+    print(f"batches of {SMALL} records of 100 B, {REPLICAS} replica(s), {seconds} s each")
+    for r in range(rounds):
+        for n in (1, 10):
+            kinds = [False, True] if r % 2 == 0 else [True, False]
+            rate = {k: small_batches(bootstrap, f"small-{n}", n, seconds, k) for k in kinds}
+            print(f"round {r}: {n:2d} partition(s): idempotent {rate[False]:7.1f} batches/s  "
+                  f"transactional {rate[True]:7.1f} txn/s  ratio {rate[True] / rate[False]:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--mb", type=int, default=64)
     ap.add_argument("--cluster", action="store_true", help="three brokers, topics with 3 replicas")
+    ap.add_argument("--small", action="store_true", help="small transactions per second")
+    ap.add_argument("--seconds", type=float, default=5.0, help="--small: seconds per figure")
     args = ap.parse_args()
     global REPLICAS
     REPLICAS = 3 if args.cluster else 1
     n = args.mb * (1 << 20) // VALUE // PER_TXN * PER_TXN
     data = tempfile.mkdtemp(prefix="bench-txn-")
     with (cluster if args.cluster else embedded)(data) as bootstrap:
+        if args.small:
+            compare_small(bootstrap, args.rounds, args.seconds)
+            return
         print(f"{n} records of {VALUE} B, {PER_TXN} per transaction, {REPLICAS} replica(s)")
         for r in range(args.rounds):
             t_idem, t_txn = f"idem-{r}", f"txn-{r}"
