@@ -91,6 +91,7 @@ class ConsumerGroup:
         self.assignor_name: str = ""
         #: each member regex's matching topic names, as last resolved
         self.resolved_regexes: dict[str, frozenset[str]] = {}
+        self.regexes_resolved_ms = 0
         #: the group's records in ``__consumer_offsets`` as last written: key bytes -> value bytes
         self.records: dict[bytes, bytes] = {}
         #: members whose records may differ from ``records``

@@ -29,9 +29,11 @@ Regex subscriptions (heartbeat v1's ``subscribed_topic_regex``): Kafka compiles 
 here they are Python :mod:`re` patterns that must match a topic's whole name (``fullmatch``),
 which agrees with RE2/J on the usual ``^prefix.*`` / ``orders-[0-9]+`` forms (Python's
 back-references and look-arounds, which RE2/J refuses, are accepted). A bad pattern answers
-INVALID_REGULAR_EXPRESSION. Each heartbeat resolves the group's regexes against the broker's
-topics (internal ones excluded), so a topic created or deleted is seen by the next heartbeat of
-any member: the subscription metadata changes and the group epoch is bumped.
+INVALID_REGULAR_EXPRESSION. A group's regexes are resolved against the broker's topics (internal
+ones excluded) when a member brings a new one, and again by the first heartbeat of any member
+REGEX_REFRESH_MS after the last resolution, so a topic created or deleted is seen within about a
+second (Kafka refreshes on its own schedule too): the subscription metadata changes and the
+group epoch is bumped.
 
 Example::
 
@@ -68,6 +70,9 @@ NONE = 0
 T = TypeVar("T")
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+#: how often a group's regexes are matched against the topics again (a topic created or deleted
+#: meanwhile is seen by the first heartbeat after that)
+REGEX_REFRESH_MS = 1000
 
 
 class HeartbeatResult(NamedTuple):
@@ -173,7 +178,7 @@ class ConsumerGroupHeartbeats:
         if member.metadata() != metadata_before:
             group.changed.add(member.member_id)
         group.add_member(member)
-        metadata = self._subscription_metadata(group)
+        metadata = self._subscription_metadata(group, now)
         if changed or metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
             group.group_epoch += 1
@@ -229,12 +234,16 @@ class ConsumerGroupHeartbeats:
                                            "abandon the partitions and rejoin")
         return member
 
-    def _subscription_metadata(self, group: ConsumerGroup) -> dict:
-        """The subscribed topics' ``(topic_id, partitions)`` by name, the regexes resolved anew."""
+    def _subscription_metadata(self, group: ConsumerGroup, now: int) -> dict:
+        """The subscribed topics' ``(topic_id, partitions)`` by name; the regexes resolved anew
+        when one is new or gone, else at most every REGEX_REFRESH_MS (each resolution reads
+        every topic name)."""
         regexes = group.subscribed_regexes()
-        if regexes or group.resolved_regexes:
+        if regexes != group.resolved_regexes.keys() or regexes and now >= group.regexes_resolved_ms + \
+                REGEX_REFRESH_MS:
             names = list(self.topic_names())
             group.resolved_regexes = {r: frozenset(filter(re.compile(r).fullmatch, names)) for r in regexes}
+            group.regexes_resolved_ms = now
         lookup = self.topic_metadata
         found = {name: lookup(name) for name in sorted(group.subscribed_topic_names())} if lookup else {}
         return {name: md for name, md in found.items() if md is not None}
