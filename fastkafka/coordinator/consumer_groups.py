@@ -203,7 +203,7 @@ class ConsumerGroupHeartbeats:
         if classic is not None and not classic.is_(DEAD) and not classic.is_(CLASSIC_EMPTY):
             raise E.GroupIdNotFoundError(f"group {group_id} is not a consumer group")
         if not create:
-            # a group this coordinator forgot (not persisted): the member rejoins
+            # a group this coordinator does not know (deleted meanwhile): the member rejoins
             raise E.UnknownMemberIdError(f"consumer group {group_id} is not known here: rejoin")
         group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
         return group
