@@ -9,6 +9,14 @@ Example::
     $ fastkafka topics add-partitions orders --partitions 6
     $ fastkafka topics configs orders
     $ fastkafka topics delete orders
+
+kafka-topics.sh's spelling works too, so its scripts and habits carry over::
+
+    $ fastkafka topics --bootstrap-server 127.0.0.1:9092 --create --topic orders --partitions 3 \
+          --replication-factor 1 --config retention.ms=60000
+    $ fastkafka topics --alter --topic orders --partitions 6
+    $ fastkafka topics --describe --topic orders
+    $ fastkafka topics --delete --topic orders
 """
 from __future__ import annotations
 
@@ -24,6 +32,8 @@ EPILOG = """examples:
   fastkafka topics add-partitions orders --partitions 6
   fastkafka topics configs orders
   fastkafka topics delete orders
+  fastkafka topics --create --topic orders --partitions 3   (kafka-topics.sh's spelling: --create,
+      --alter --partitions, --describe, --list, --delete, with --topic; --if-not-exists)
 
 Configs change at run time with `fastkafka configs`; its --help lists the topic configs that are
 accepted but change nothing yet."""
@@ -57,8 +67,36 @@ def _parser():
     return p
 
 
+_KAFKA_ACTIONS = {"--create": "create", "--list": "list", "--describe": "describe", "--delete": "delete",
+                  "--alter": "add-partitions"}
+
+
+def kafka_style(argv: list[str]) -> list[str]:
+    """kafka-topics.sh's arguments (``--create --topic t ...``) in this tool's (``create t ...``);
+    others unchanged.
+
+    >>> kafka_style(["--bootstrap-server", "h:9092", "--create", "--topic", "t", "--partitions", "2"])
+    ['--bootstrap-server', 'h:9092', 'create', 't', '--partitions', '2']
+    >>> kafka_style(["--describe", "--topic", "a", "--topic", "b"]), kafka_style(["list"])
+    (['describe', 'a', 'b'], ['list'])
+    """
+    actions = [a for a in argv if a in _KAFKA_ACTIONS]
+    if len(actions) != 1:
+        return argv
+    common, rest, topics = [], [], []
+    it = iter(argv)
+    for a in it:
+        if a in ("-b", "--bootstrap-server", "-X", "--property", "--command-config"):
+            common += [a, next(it, "")]
+        elif a == "--topic":
+            topics.append(next(it, ""))
+        elif a != actions[0]:
+            rest.append(a)
+    return common + [_KAFKA_ACTIONS[actions[0]]] + topics + rest
+
+
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(kafka_style(argv))
     return run(lambda: _run(args), "fastkafka topics")
 
 

@@ -175,8 +175,13 @@ def throttled_replicas(v: list[str]) -> None:
 
 
 def kafka_version(v: str) -> None:
-    """A Kafka release or inter-broker protocol version such as 2.8 or 3.0-IV1."""
-    if not re.fullmatch(r"\d+\.\d+(\.\d+)?(-IV\d+)?", v):
+    """A Kafka release or inter-broker protocol version such as 2.8, 3.0-IV1 or 0.10.0.0 (Kafka reads
+    the first three parts of a 0.x version and two of later ones, so a full release number is fine).
+
+    >>> kafka_version("0.10.0.0"), kafka_version("3.0-IV1"), kafka_version("2.8.1")
+    (None, None, None)
+    """
+    if not re.fullmatch(r"\d+(\.\d+){1,3}(-IV\d+)?", v):
         raise ValueError("must be a Kafka version such as 3.0-IV1")
 
 

@@ -45,6 +45,21 @@ def test_topics_lifecycle(broker, capsys):
     assert err.count("\n") == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in err
 
 
+def test_topics_takes_kafka_topics_sh_arguments(broker, capsys):
+    """kafka-topics.sh's spelling: --create/--alter/--describe/--delete with --topic."""
+    assert run(topics, broker, "--create", "--topic", "kt", "--partitions", "2", "--replication-factor", "1",
+               "--config", "cleanup.policy=compact") == 0
+    info = broker.topics.get("kt")
+    assert (info.partitions, dict(info.configs)) == (2, {"cleanup.policy": "compact"})
+    assert run(topics, broker, "--alter", "--topic", "kt", "--partitions", "3") == 0
+    assert broker.topics.get("kt").partitions == 3
+    capsys.readouterr()
+    assert run(topics, broker, "--describe", "--topic", "kt") == 0
+    assert capsys.readouterr().out.count("Partition: ") == 3
+    assert run(topics, broker, "--delete", "--topic", "kt") == 0
+    assert broker.topics.get("kt") is None
+
+
 def test_produce_lines_keys_headers_read_by_confluent(broker, capsys):
     assert run(produce, broker, "cli-p", "-k", ":", "-H", "src=cli", "-z", "gzip",
                stdin=b"k1:v1\nk2:v:2\n") == 0
