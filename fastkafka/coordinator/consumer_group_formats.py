@@ -1,4 +1,5 @@
-"""The ``__consumer_offsets`` records of KIP-848 consumer groups, in Kafka's (3.7+) layouts.
+"""The ``__consumer_offsets`` records of KIP-848 consumer groups, in Kafka's layouts (3.8 to
+4.x: 3.7's early-access CurrentMemberAssignment value had other fields, and is not read).
 
 A key is an int16 version, which says the kind of record, then the (non-flexible) key struct;
 a value is an int16 version (0) then the flexible value struct (compact strings and arrays,

@@ -151,11 +151,10 @@ class ConsumerGroupHeartbeats:
             if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._consumer_leave(group_id, member_id, epoch, instance_id, now)
             group = self._consumer_group_for(group_id, create=epoch == 0)
-            member = self._consumer_member(group, member_id or str(uuid.uuid4()), epoch, instance_id, owned)
+            member, new = self._consumer_member(group, member_id or str(uuid.uuid4()), epoch, instance_id, owned)
         except errors.KafkaError as e:
             return HeartbeatResult(e.code, str(e))
         before, metadata_before = member.assigned, member.metadata()
-        new = member.member_id not in group.members
         # librdkafka lists the names in no fixed order: compare them sorted; an empty regex clears it
         regex = None if regex is None else (regex or "")
         changed = new or (names is not None and tuple(sorted(names)) != member.subscribed_topic_names) or \
@@ -208,7 +207,10 @@ class ConsumerGroupHeartbeats:
         group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
         return group
 
-    def _consumer_member(self, group: ConsumerGroup, member_id: str, epoch: int, instance_id, owned):
+    def _consumer_member(self, group: ConsumerGroup, member_id: str, epoch: int, instance_id, owned
+                         ) -> tuple[ConsumerGroupMember, bool]:
+        """The heartbeat's member, and whether it is new to the group (which bumps its epoch; a
+        static member back under a new id is not: unchanged, it goes on without a rebalance)."""
         if epoch == 0:
             static = group.static_member(instance_id)
             if static is not None and static.member_id != member_id:
@@ -221,10 +223,10 @@ class ConsumerGroupHeartbeats:
                 static.member_id = member_id
                 static.reconciliation = static.reconciliation._replace(epoch=group.assignment_epoch)
                 group.target[member_id] = target
-                return static
+                return static, False
             if member_id in group.members:      # a member joining again starts over
                 self._fence(group, group.members[member_id])
-            return ConsumerGroupMember(member_id)
+            return ConsumerGroupMember(member_id), True
         member = group.members.get(member_id)
         if member is None:
             raise E.UnknownMemberIdError(f"member {member_id} is not in group {group.group_id}")
@@ -232,7 +234,7 @@ class ConsumerGroupHeartbeats:
                 epoch == member.previous_member_epoch and _subset(owned, member.assigned))):
             raise E.FencedMemberEpochError(f"member epoch {epoch} is not {member.member_epoch}: "
                                            "abandon the partitions and rejoin")
-        return member
+        return member, False
 
     def _subscription_metadata(self, group: ConsumerGroup, now: int) -> dict:
         """The subscribed topics' ``(topic_id, partitions)`` by name; the regexes resolved anew

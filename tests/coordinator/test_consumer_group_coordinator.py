@@ -187,12 +187,14 @@ def test_assignors_balance_and_stick():
 
 def test_static_member_leaves_for_a_while_and_comes_back_with_its_partitions():
     h = Harness()
-    h.join("a", instance="i1")
+    first = h.join("a", instance="i1")
     r = h.gc.consumer_group_heartbeat("g", "a", -2, instance_id="i1")
     assert (r.error, r.member_epoch) == (0, -2)
-    assert h.join("a2", instance="i1").error == 0
+    back = h.join("a2", instance="i1")
+    assert (back.error, back.member_epoch, back.assignment) == (0, first.member_epoch, first.assignment)
     g = h.group()
     assert set(g.members) == {"a2"} and g.members["a2"].assigned == {T: {0, 1, 2, 3}}
+    assert g.group_epoch == first.member_epoch         # back unchanged: no rebalance
     # an instance id held by a live member cannot be taken
     assert h.join("a3", instance="i1").error == E.UnreleasedInstanceIdError.code
 

@@ -191,6 +191,30 @@ def test_a_session_timeout_after_a_restart_is_persisted():
     assert set(c.gc.consumer_groups["g"].members) == {"a"}
 
 
+def test_a_static_member_away_keeps_its_partitions_across_a_restart():
+    c = Cluster()
+    r = c.written(c.gc.consumer_group_heartbeat("g", "s1", 0, instance_id="i1", subscribed_topic_names=["t"],
+                                                rebalance_timeout_ms=30_000, owned=[]))
+    assert c.gc.consumer_group_heartbeat("g", "s1", -2, instance_id="i1").error == 0
+    c.restart()
+    m = c.gc.consumer_groups["g"].members["s1"]
+    assert (m.member_epoch, m.instance_id, m.assigned) == (-2, "i1", r.assignment)
+    # back under a new member id within its session: the same partitions, no rebalance
+    back = c.written(c.gc.consumer_group_heartbeat("g", "s2", 0, instance_id="i1", subscribed_topic_names=["t"],
+                                                   rebalance_timeout_ms=30_000, owned=[]))
+    assert (back.error, back.member_epoch, back.assignment) == (0, r.member_epoch, r.assignment)
+
+
+def test_a_group_with_an_unreadable_record_is_left_out_and_the_others_load():
+    c = Cluster()
+    c.join("a", group="g")
+    c.join("x", group="h")
+    bad = consumer_group_key(CURRENT_MEMBER_ASSIGNMENT, "g", "a")
+    c.store.append(partition_for("g", PARTITIONS), [(bad, b"\x00\x00\x00")], 0)
+    c.restart()
+    assert "g" not in c.gc.consumer_groups and "h" in c.gc.consumer_groups
+
+
 # --- regex subscriptions ---
 
 def test_a_regex_subscription_is_resolved_on_the_broker_and_follows_new_topics():
