@@ -157,13 +157,13 @@ class FetchContext:
     """One Fetch's view of the session cache: ``error`` (a session error answers no partitions),
     ``topics`` (``(name, topic id, partitions)`` to read, in order) and :meth:`answer`."""
 
-    __slots__ = ("cache", "error", "topics", "_session", "_epoch", "_full", "_privileged", "_uses_topic_ids")
+    __slots__ = ("cache", "error", "topics", "session", "epoch", "full", "privileged", "uses_topic_ids")
 
     def __init__(self, cache, error: int = 0, topics=(), session=None, epoch: int = FINAL_EPOCH,
                  full: bool = False, privileged: bool = False, uses_topic_ids: bool = False):
         self.cache, self.error, self.topics = cache, error, list(topics)
-        self._session, self._epoch, self._full = session, epoch, full
-        self._privileged, self._uses_topic_ids = privileged, uses_topic_ids
+        self.session, self.epoch, self.full = session, epoch, full
+        self.privileged, self.uses_topic_ids = privileged, uses_topic_ids
 
     def answer(self, results: list) -> tuple[int, int, list]:
         """``(error code, session id, results to send)`` for ``results``, the read of
@@ -173,10 +173,10 @@ class FetchContext:
         answer changed and remembers what they were told. Call once, when the answer goes out."""
         if self.error:
             return self.error, INVALID_SESSION_ID, []
-        if self._session is not None:
-            return self.cache._answer_incremental(self, results)
-        if self._full:
-            return 0, self.cache._open(self, results), results
+        if self.session is not None:
+            return self.cache.answer_incremental(self, results)
+        if self.full:
+            return 0, self.cache.open_session(self, results), results
         return 0, INVALID_SESSION_ID, results
 
 
@@ -268,11 +268,11 @@ class FetchSessionCache:
             session.epoch = next_epoch(epoch)
             return FetchContext(self, topics=_groups(cached.values(), name_of), session=session, epoch=epoch)
 
-    def _answer_incremental(self, ctx: FetchContext, results: list) -> tuple[int, int, list]:
-        session = ctx._session
+    def answer_incremental(self, ctx: FetchContext, results: list) -> tuple[int, int, list]:
+        session = ctx.session
         out = []
         with self._lock:
-            if session.epoch != next_epoch(ctx._epoch):   # another request on this session came meanwhile
+            if session.epoch != next_epoch(ctx.epoch):   # another request on this session came meanwhile
                 return _BAD_EPOCH, session.id, []
             cached = session.partitions
             for (_, _, cps), entry in zip(ctx.topics, results):
@@ -288,11 +288,11 @@ class FetchSessionCache:
                     out.append(entry[:-1] + (kept,))
         return 0, session.id, out
 
-    def _open(self, ctx: FetchContext, results: list) -> int:
+    def open_session(self, ctx: FetchContext, results: list) -> int:
         size = sum(len(entry[-1]) for entry in results)
         with self._lock:
             now = self._clock()
-            if len(self._sessions) >= self.max_slots and not self._evict_for(ctx._privileged, size, now):
+            if len(self._sessions) >= self.max_slots and not self._evict_for(ctx.privileged, size, now):
                 return INVALID_SESSION_ID
             cached = {}
             for (topic, topic_id, parts), entry in zip(ctx.topics, results):
@@ -301,7 +301,7 @@ class FetchSessionCache:
             session_id = random.randint(1, _MAX_ID)
             while session_id in self._sessions:
                 session_id = random.randint(1, _MAX_ID)
-            self._sessions[session_id] = _Session(session_id, ctx._privileged, ctx._uses_topic_ids, now, cached)
+            self._sessions[session_id] = _Session(session_id, ctx.privileged, ctx.uses_topic_ids, now, cached)
             return session_id
 
     def _evict_for(self, privileged: bool, size: int, now: float) -> bool:
