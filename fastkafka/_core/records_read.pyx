@@ -12,10 +12,13 @@
 # LSB-first validity bitmap (None when nothing is null). Headers are a list column: per record an
 # [start, end) range (header_offsets) into flat header key / header value columns.
 #
-# decode_columns makes two passes in C without the GIL for big inputs: the first frames every
-# record and sums the sizes, so the second writes into buffers allocated once at their exact size
-# and never needs a bounds check. Compressed record streams are decompressed above (L1) and
-# passed in; this module never imports fastkafka.compression.
+# decode_columns makes two passes in C without the GIL for big inputs. The batch headers give
+# the record counts, so the fixed-size columns are allocated first; the first pass frames every
+# record (the one scan_record per record), writes those columns -- offsets, timestamps and where
+# each key, value and header list ends -- and notes where each key and value is. The second
+# copies the keys, values and headers into data buffers allocated once at their exact size,
+# without scanning again and without a bounds check. Compressed record streams are decompressed
+# above (L1) and passed in; this module never imports fastkafka.compression.
 cimport cython
 from cpython cimport array
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
@@ -198,6 +201,10 @@ cdef struct Out:
     uint8_t* value_valid
     unsigned char* value_data
     int32_t* header_off
+    # pass 1 -> pass 2: where each record's key and value are in its stream; ~position (< 0)
+    # for a null one (the position after its length varint: a null value's headers start there)
+    int32_t* key_pos
+    int32_t* value_pos
     int32_t* hk_off
     unsigned char* hk_data
     int32_t* hv_off
@@ -205,15 +212,20 @@ cdef struct Out:
     unsigned char* hv_data
 
 
-cdef void measure(Plan* plans, Py_ssize_t nplans, Totals* t) noexcept nogil:
-    """Pass 1: frame every record, count records and bytes per column."""
+cdef void frame_records(Plan* plans, Py_ssize_t nplans, Out* o, Totals* t) noexcept nogil:
+    """Pass 1: frame every record (its plan's count at most), write its offset, timestamp and the
+    ends of its key, value and headers, note where its key and value are, and sum the sizes.
+    Stops at the first bad record (``t.status``)."""
     cdef Py_ssize_t i, pos
+    cdef int64_t k = 0
     cdef int32_t n, h, hk_len = 0, hv_len = 0
-    cdef Py_ssize_t hk_pos, hv_pos, q
+    cdef Py_ssize_t q
     cdef RecordSpan r
     cdef Plan* pl
     memset(t, 0, sizeof(Totals))
-    t.status = 0
+    o.key_off[0] = 0
+    o.value_off[0] = 0
+    o.header_off[0] = 0
     for i in range(nplans):
         pl = &plans[i]
         pos = 0
@@ -231,14 +243,24 @@ cdef void measure(Plan* plans, Py_ssize_t nplans, Totals* t) noexcept nogil:
                 t.err_pos = r.err_pos
                 return
             n += 1
+            o.offsets[k] = pl.base_offset + r.offset_delta
+            o.timestamps[k] = pl.max_timestamp if pl.timestamp_type else pl.base_timestamp + r.timestamp_delta
+            o.ts_types[k] = pl.timestamp_type
             if r.key_len < 0:
                 t.key_nulls += 1
+                o.key_pos[k] = ~<int32_t>r.key_pos
             else:
                 t.key_bytes += r.key_len
+                o.key_pos[k] = <int32_t>r.key_pos
             if r.value_len < 0:
                 t.value_nulls += 1
+                o.value_pos[k] = ~<int32_t>r.value_pos
             else:
                 t.value_bytes += r.value_len
+                o.value_pos[k] = <int32_t>r.value_pos
+            # (past 2 GiB these wrap: the caller refuses the totals before pass 2 reads them)
+            o.key_off[k + 1] = <int32_t>t.key_bytes
+            o.value_off[k + 1] = <int32_t>t.value_bytes
             if r.header_count:
                 t.headers += r.header_count
                 t.header_key_bytes += r.header_key_bytes
@@ -251,12 +273,14 @@ cdef void measure(Plan* plans, Py_ssize_t nplans, Totals* t) noexcept nogil:
                         t.header_value_nulls += 1
                     else:
                         q += hv_len
+            o.header_off[k + 1] = <int32_t>t.headers
+            k += 1
         if n != pl.count:
             t.bad_plan = i
             t.status = REC_COUNT_MISMATCH
             t.err_pos = pos
             return
-        t.records += n
+    t.records = k
 
 
 cdef inline void _set_bit(uint8_t* bitmap, int64_t i) noexcept nogil:
@@ -276,46 +300,48 @@ cdef inline int32_t _append_value(unsigned char* data, int32_t end, const unsign
 
 
 cdef void fill(Plan* plans, Py_ssize_t nplans, Out* o) noexcept nogil:
-    """Pass 2: write every column; the input was framed by measure(), so no checks here."""
-    cdef Py_ssize_t i, pos
+    """Pass 2: copy every key, value and header where pass 1 said; framed there, so no checks."""
+    cdef Py_ssize_t i
     cdef int64_t k = 0, hidx = 0
-    cdef int32_t ko = 0, vo = 0, hko = 0, hvo = 0
-    cdef int32_t j, h, hk_len = 0, hv_len = 0
+    cdef int32_t hko = 0, hvo = 0
+    cdef int32_t j, h, n, hk_len = 0, hv_len = 0
     cdef Py_ssize_t q
-    cdef RecordSpan r
     cdef Plan* pl
     cdef const unsigned char* s
-    o.key_off[0] = 0
-    o.value_off[0] = 0
-    o.header_off[0] = 0
     o.hk_off[0] = 0
     o.hv_off[0] = 0
     for i in range(nplans):
         pl = &plans[i]
         s = pl.stream
-        pos = 0
         for j in range(pl.count):
-            pos = scan_record(s, pos, pl.stream_len, &r)
-            o.offsets[k] = pl.base_offset + r.offset_delta
-            o.timestamps[k] = pl.max_timestamp if pl.timestamp_type else pl.base_timestamp + r.timestamp_delta
-            o.ts_types[k] = pl.timestamp_type
-            ko = _append_value(o.key_data, ko, s + r.key_pos, r.key_len, o.key_valid, k)
-            o.key_off[k + 1] = ko
-            vo = _append_value(o.value_data, vo, s + r.value_pos, r.value_len, o.value_valid, k)
-            o.value_off[k + 1] = vo
-            q = r.headers_pos
-            for h in range(r.header_count):
-                q = read_varint(s, q, r.end, &hk_len)
+            q = o.key_pos[k]
+            if q >= 0:
+                memcpy(o.key_data + o.key_off[k], s + q, <size_t>(o.key_off[k + 1] - o.key_off[k]))
+                if o.key_valid != NULL:
+                    _set_bit(o.key_valid, k)
+            q = o.value_pos[k]
+            if q >= 0:
+                memcpy(o.value_data + o.value_off[k], s + q, <size_t>(o.value_off[k + 1] - o.value_off[k]))
+                if o.value_valid != NULL:
+                    _set_bit(o.value_valid, k)
+                q += o.value_off[k + 1] - o.value_off[k]
+            else:
+                q = ~q
+            # after the value: headerCount, then the headers
+            n = o.header_off[k + 1] - o.header_off[k]
+            if n:
+                q = read_varint(s, q, pl.stream_len, &hk_len)
+            for h in range(n):
+                q = read_varint(s, q, pl.stream_len, &hk_len)
                 hko = _append_value(o.hk_data, hko, s + q, hk_len, NULL, hidx)
                 q += hk_len
                 o.hk_off[hidx + 1] = hko
-                q = read_varint(s, q, r.end, &hv_len)
+                q = read_varint(s, q, pl.stream_len, &hv_len)
                 hvo = _append_value(o.hv_data, hvo, s + q, hv_len, o.hv_valid, hidx)
                 if hv_len > 0:
                     q += hv_len
                 o.hv_off[hidx + 1] = hvo
                 hidx += 1
-            o.header_off[k + 1] = <int32_t>hidx
             k += 1
 
 
@@ -385,6 +411,8 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
     cdef Plan* pl
     cdef uint16_t attrs
     cdef Columns cols
+    cdef int64_t records = 0
+    cdef int32_t* positions = NULL
 
     # Frame (and checksum) the batches; the CRC is the only per-byte work here.
     if big:
@@ -436,11 +464,39 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
             pl.count = batch_record_count(b)
             nplans += 1
 
+        # the fixed-size columns from the batch headers, each count capped by what its stream
+        # can hold (a compressed batch's count is not checked against it before pass 1)
+        for i in range(nplans):
+            pl = &plans[i]
+            if pl.stream_len > 0x7FFFFFFF:
+                raise OverflowError("decode_columns: a column exceeds 2 GiB; decode fewer batches at a time")
+            records += max(0, min(pl.count, pl.stream_len // MIN_RECORD_SIZE))
+        cols = Columns.__new__(Columns)
+        cols.batch_count = nbatches
+        cols.valid_bytes = valid
+        cols.offsets = _int_array(_INT64, records)
+        cols.timestamps = _int_array(_INT64, records)
+        cols.timestamp_types = _int_array(_INT32, records)
+        cols.key_offsets = _int_array(_INT32, records + 1)
+        cols.value_offsets = _int_array(_INT32, records + 1)
+        cols.header_offsets = _int_array(_INT32, records + 1)
+        o.offsets = <int64_t*>(<array.array>cols.offsets).data.as_voidptr
+        o.timestamps = <int64_t*>(<array.array>cols.timestamps).data.as_voidptr
+        o.ts_types = <int32_t*>(<array.array>cols.timestamp_types).data.as_voidptr
+        o.key_off = <int32_t*>(<array.array>cols.key_offsets).data.as_voidptr
+        o.value_off = <int32_t*>(<array.array>cols.value_offsets).data.as_voidptr
+        o.header_off = <int32_t*>(<array.array>cols.header_offsets).data.as_voidptr
+        positions = <int32_t*>PyMem_Malloc(<size_t>(2 * records + 1) * sizeof(int32_t))
+        if positions == NULL:
+            raise MemoryError()
+        o.key_pos = positions
+        o.value_pos = positions + records
+
         if big:
             with nogil:
-                measure(plans, nplans, &t)
+                frame_records(plans, nplans, &o, &t)
         else:
-            measure(plans, nplans, &t)
+            frame_records(plans, nplans, &o, &t)
         if t.status != 0:
             pl = &plans[t.bad_plan]
             cls = VarintError if t.status == REC_BAD_VARINT else CorruptRecordError
@@ -449,22 +505,13 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
                t.records, t.headers) > 0x7FFFFFFF:
             raise OverflowError("decode_columns: a column exceeds 2 GiB; decode fewer batches at a time")
 
-        cols = Columns.__new__(Columns)
         cols.count = t.records
-        cols.batch_count = nbatches
-        cols.valid_bytes = valid
-        cols.offsets = _int_array(_INT64, t.records)
-        cols.timestamps = _int_array(_INT64, t.records)
-        cols.timestamp_types = _int_array(_INT32, t.records)
-        cols.key_offsets = _int_array(_INT32, t.records + 1)
         cols.key_validity = _bitmap(t.records, t.key_nulls)
         cols.key_null_count = t.key_nulls
         cols.key_data = _data(t.key_bytes)
-        cols.value_offsets = _int_array(_INT32, t.records + 1)
         cols.value_validity = _bitmap(t.records, t.value_nulls)
         cols.value_null_count = t.value_nulls
         cols.value_data = _data(t.value_bytes)
-        cols.header_offsets = _int_array(_INT32, t.records + 1)
         cols.header_key_offsets = _int_array(_INT32, t.headers + 1)
         cols.header_key_data = _data(t.header_key_bytes)
         cols.header_value_offsets = _int_array(_INT32, t.headers + 1)
@@ -472,16 +519,10 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
         cols.header_value_null_count = t.header_value_nulls
         cols.header_value_data = _data(t.header_value_bytes)
 
-        o.offsets = <int64_t*>(<array.array>cols.offsets).data.as_voidptr
-        o.timestamps = <int64_t*>(<array.array>cols.timestamps).data.as_voidptr
-        o.ts_types = <int32_t*>(<array.array>cols.timestamp_types).data.as_voidptr
-        o.key_off = <int32_t*>(<array.array>cols.key_offsets).data.as_voidptr
         o.key_valid = _bits(cols.key_validity)
         o.key_data = <unsigned char*>PyBytes_AS_STRING(cols.key_data)
-        o.value_off = <int32_t*>(<array.array>cols.value_offsets).data.as_voidptr
         o.value_valid = _bits(cols.value_validity)
         o.value_data = <unsigned char*>PyBytes_AS_STRING(cols.value_data)
-        o.header_off = <int32_t*>(<array.array>cols.header_offsets).data.as_voidptr
         o.hk_off = <int32_t*>(<array.array>cols.header_key_offsets).data.as_voidptr
         o.hk_data = <unsigned char*>PyBytes_AS_STRING(cols.header_key_data)
         o.hv_off = <int32_t*>(<array.array>cols.header_value_offsets).data.as_voidptr
@@ -495,3 +536,4 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
         return cols
     finally:
         PyMem_Free(plans)
+        PyMem_Free(positions)

@@ -273,8 +273,16 @@ def test_columns_equal_records_over_mixed_batches(spec):
     assert list(cols.offsets) == [r.offset for r in want]
     assert list(cols.timestamps) == [r.timestamp for r in want]
     hk, hv = cols.header_key_offsets, cols.header_value_offsets
+
+    def valid(bitmap, i):
+        return bitmap is None or bool(bitmap[i >> 3] >> (i & 7) & 1)
+    assert cols.key_null_count == sum(r.key is None for r in want)
+    assert cols.value_null_count == sum(r.value is None for r in want)
     for i, r in enumerate(want):
+        assert cols.key_data[cols.key_offsets[i]:cols.key_offsets[i + 1]] == (r.key or b"")
         assert cols.value_data[cols.value_offsets[i]:cols.value_offsets[i + 1]] == (r.value or b"")
+        assert (valid(cols.key_validity, i), valid(cols.value_validity, i)) == (r.key is not None,
+                                                                              r.value is not None)
         got_headers = [cols.header_key_data[hk[j]:hk[j + 1]].decode()
                        for j in range(cols.header_offsets[i], cols.header_offsets[i + 1])]
         assert got_headers == [k for k, _ in r.headers]
