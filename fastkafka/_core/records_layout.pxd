@@ -87,6 +87,11 @@ cdef enum:
     BATCH_BAD_OFFSET_DELTA = 7   # lastOffsetDelta < 0
 
 
+cdef inline bint batch_crc_ok(const unsigned char* b, int64_t size) noexcept nogil:
+    """Whether the batch's CRC-32C (attributes to the end) matches its crc field."""
+    return crc32c_update(0, b + ATTRIBUTES_OFFSET, <size_t>(size - ATTRIBUTES_OFFSET)) == load_be32(b + CRC_OFFSET)
+
+
 cdef inline int check_batch(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
                             bint check_crc, int64_t* size_out) noexcept nogil:
     """Frame and (optionally) checksum the batch at ``pos``; never reads past ``end``.
@@ -108,8 +113,7 @@ cdef inline int check_batch(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t
         return BATCH_BAD_LENGTH
     if size > avail:
         return BATCH_TRUNCATED
-    if check_crc and crc32c_update(0, b + ATTRIBUTES_OFFSET, <size_t>(size - ATTRIBUTES_OFFSET)) \
-            != load_be32(b + CRC_OFFSET):
+    if check_crc and not batch_crc_ok(b, size):
         return BATCH_BAD_CRC
     count = <int32_t>load_be32(b + RECORD_COUNT_OFFSET)
     if count < 0 or ((b[ATTRIBUTES_OFFSET + 1] & COMPRESSION_MASK) == 0

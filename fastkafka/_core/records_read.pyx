@@ -13,9 +13,10 @@
 # [start, end) range (header_offsets) into flat header key / header value columns.
 #
 # decode_columns makes two passes in C without the GIL for big inputs. The batch headers give
-# the record counts, so the fixed-size columns are allocated first; the first pass frames every
-# record (the one scan_record per record), writes those columns -- offsets, timestamps and where
-# each key, value and header list ends -- and notes where each key and value is. The second
+# the record counts, so the fixed-size columns are allocated first; the first pass checks each
+# batch's CRC and right after, while the batch is in cache, frames its records (the one
+# scan_record per record), writes those columns -- offsets, timestamps and where each key, value
+# and header list ends -- and notes where each key and value is. The second
 # copies the keys, values and headers into data buffers allocated once at their exact size,
 # without scanning again and without a bounds check. Compressed record streams are decompressed
 # above (L1) and passed in; this module never imports fastkafka.compression.
@@ -166,7 +167,8 @@ cdef class Columns:
 cdef struct Plan:
     const unsigned char* stream
     Py_ssize_t stream_len
-    Py_ssize_t position         # of the batch in the input, for messages
+    Py_ssize_t position         # of the batch in the input
+    int64_t batch_size          # its whole size (for its CRC)
     int64_t base_offset
     int64_t base_timestamp
     int64_t max_timestamp
@@ -212,10 +214,16 @@ cdef struct Out:
     unsigned char* hv_data
 
 
-cdef void frame_records(Plan* plans, Py_ssize_t nplans, Out* o, Totals* t) noexcept nogil:
-    """Pass 1: frame every record (its plan's count at most), write its offset, timestamp and the
-    ends of its key, value and headers, note where its key and value are, and sum the sizes.
-    Stops at the first bad record (``t.status``)."""
+cdef enum:
+    CRC_MISMATCH = 1            # Totals.status of a batch whose CRC does not match (REC_* are < 0)
+
+
+cdef void frame_records(const unsigned char* buf, Plan* plans, Py_ssize_t nplans, bint check_crc, Out* o,
+                        Totals* t) noexcept nogil:
+    """Pass 1: with ``check_crc`` check the batch's CRC, then frame every record of it (its
+    plan's count at most), write its offset, timestamp and the ends of its key, value and
+    headers, note where its key and value are, and sum the sizes. Stops at the first bad batch
+    or record (``t.status``)."""
     cdef Py_ssize_t i, pos
     cdef int64_t k = 0
     cdef int32_t n, h, hk_len = 0, hv_len = 0
@@ -228,6 +236,10 @@ cdef void frame_records(Plan* plans, Py_ssize_t nplans, Out* o, Totals* t) noexc
     o.header_off[0] = 0
     for i in range(nplans):
         pl = &plans[i]
+        if check_crc and not batch_crc_ok(buf + pl.position, pl.batch_size):
+            t.bad_plan = i
+            t.status = CRC_MISMATCH
+            return
         pos = 0
         n = 0
         while pos < pl.stream_len:
@@ -379,6 +391,18 @@ cdef Py_ssize_t _frame_batches(const unsigned char* p, Py_ssize_t n, bint check_
     return c.pos
 
 
+cdef int _raise_bad_crc(const unsigned char* p, Py_ssize_t valid) except -1:
+    # The error path: the first CRC mismatch among the framed batches, if any, raised as the
+    # framing walk with CRC reports it (pass 1 stops at the first problem, of either kind).
+    cdef int status = BATCH_OK
+    cdef int64_t size = 0
+    cdef Py_ssize_t count = 0
+    cdef Py_ssize_t pos = _frame_batches(p, valid, True, &status, &size, &count)
+    if status != BATCH_OK:
+        raise CorruptRecordError(batch_error_text(status, p, pos, valid, size))
+    return 0
+
+
 def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint check_crc=True,
                    bint include_control=False):
     """Decode every whole batch in ``buf`` into one :class:`Columns`.
@@ -414,13 +438,11 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
     cdef int64_t records = 0
     cdef int32_t* positions = NULL
 
-    # Frame (and checksum) the batches; the CRC is the only per-byte work here.
-    if big:
-        with nogil:
-            pos = _frame_batches(p, n, check_crc, &status, &size, &nbatches)
-    else:
-        pos = _frame_batches(p, n, check_crc, &status, &size, &nbatches)
+    # Frame the batches: a header hop each (their CRCs are checked in pass 1, batch by batch)
+    pos = _frame_batches(p, n, False, &status, &size, &nbatches)
     if status != BATCH_OK and status != BATCH_TRUNCATED and status != BATCH_SHORT_HEADER:
+        if check_crc:       # a CRC mismatch before it (or in it) is what the walk reports first
+            pos = _frame_batches(p, n, True, &status, &size, &nbatches)
         raise CorruptRecordError(batch_error_text(status, p, pos, n, size))
     cdef Py_ssize_t valid = pos
 
@@ -435,9 +457,14 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
             b = cursor_batch(&c)
             pos, size = c.pos, c.size
             attrs = batch_attributes(b)
-            if (attrs & CONTROL_MASK) and not include_control:
-                continue
             pl = &plans[nplans]
+            pl.position = pos
+            pl.batch_size = size
+            if (attrs & CONTROL_MASK) and not include_control:
+                if check_crc:       # no records taken, but its CRC is checked in order
+                    pl.stream_len = pl.count = 0
+                    nplans += 1
+                continue
             if attrs & COMPRESSION_MASK:
                 # PyObject_GetItem: with boundscheck off, decompressed[i] on a list skips the bounds check
                 try:
@@ -445,6 +472,8 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
                 except (IndexError, KeyError):
                     stream = None
                 if stream is None:
+                    if check_crc:
+                        _raise_bad_crc(p, valid)
                     raise CorruptRecordError(
                         f"batch {i} at position {pos} is compressed (codec {attrs & COMPRESSION_MASK}):"
                         f" pass its decompressed record stream")
@@ -456,7 +485,6 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
             else:
                 pl.stream = b + RECORDS_OFFSET
                 pl.stream_len = <Py_ssize_t>(size - RECORDS_OFFSET)
-            pl.position = pos
             pl.base_offset = batch_base_offset(b)
             pl.base_timestamp = batch_base_timestamp(b)
             pl.max_timestamp = batch_max_timestamp(b)
@@ -494,10 +522,12 @@ def decode_columns(const unsigned char[::1] buf, decompressed=None, *, bint chec
 
         if big:
             with nogil:
-                frame_records(plans, nplans, &o, &t)
+                frame_records(p, plans, nplans, check_crc, &o, &t)
         else:
-            frame_records(plans, nplans, &o, &t)
+            frame_records(p, plans, nplans, check_crc, &o, &t)
         if t.status != 0:
+            if check_crc:           # every batch's CRC is reported before any record's problem
+                _raise_bad_crc(p, valid)
             pl = &plans[t.bad_plan]
             cls = VarintError if t.status == REC_BAD_VARINT else CorruptRecordError
             raise cls(f"batch at position {pl.position}: {record_error_text(t.status, t.err_pos)}")
