@@ -125,6 +125,27 @@ def test_bad_crc_detected_and_located():
     assert core.validate(bytes(buf), check_crc=False).error is None
 
 
+def test_decode_columns_reports_a_crc_mismatch_before_any_record_problem():
+    """decode_columns checks each batch's CRC right before its records; the error must still be
+    the first CRC mismatch of the input, even one after a batch whose records are bad, and a
+    framing error after a bad CRC must not hide it."""
+    bad_record = bytearray(BATCH)
+    bad_record[61] = 0x7F                                  # first record's length: past the batch
+    recrc(bad_record)
+    bad_crc = bytearray(BATCH)
+    bad_crc[SIZE - 1] ^= 0x40
+    bad_magic = bytearray(BATCH)
+    bad_magic[16] = 1
+    for data, where in [(bytes(bad_record + bad_crc), SIZE), (bytes(BATCH + bad_crc + bad_magic), SIZE),
+                        (bytes(bad_crc + bad_record), 0)]:
+        with pytest.raises(errors.CorruptRecordError, match=f"CRC-32C mismatch in batch at position {where}:"):
+            core.decode_columns(data)
+    with pytest.raises(errors.CorruptRecordError, match="batch at position 0: "):   # CRC not checked
+        core.decode_columns(bytes(bad_record + bad_crc), check_crc=False)
+    with pytest.raises(errors.CorruptRecordError, match=f"unsupported magic 1 at position {SIZE}"):
+        core.decode_columns(bytes(bad_record + bad_magic))
+
+
 def test_header_count_and_offset_delta_checks():
     buf = bytearray(BATCH)
     struct.pack_into(">i", buf, 57, -1)
