@@ -262,7 +262,9 @@ cdef class Appender:
     returns ``info_type(base_offset, last_offset, log_append_time, log_start_offset)``;
     otherwise it returns an :class:`AppendResult` whose status says why nothing was written (or,
     with status OK, that the set was written but holds idempotent batches or markers the
-    producer state records). None for a buffer that is read-only or not a buffer. After the lock
+    producer state records). A known producer's next batch is checked and remembered here
+    (``set_producers``: the producers lane) and answered like a plain set. None for a buffer
+    that is read-only or not a buffer. After the lock
     is released it calls ``flush()`` when flush.messages or flush.ms is reached. Thread-safe; the
     public fields are written under the lock and read lock-free.
 
