@@ -31,9 +31,11 @@ EPILOG = """examples:
   fastkafka topics describe --under-replicated-partitions
   fastkafka topics add-partitions orders --partitions 6
   fastkafka topics configs orders
+  fastkafka topics --describe --topic orders
   fastkafka topics delete orders
-  fastkafka topics --create --topic orders --partitions 3   (kafka-topics.sh's spelling: --create,
-      --alter --partitions, --describe, --list, --delete, with --topic; --if-not-exists)
+
+kafka-topics.sh's spelling works too: --create, --alter --partitions, --describe, --list and
+--delete, each with --topic.
 
 Configs change at run time with `fastkafka configs`; its --help lists the topic configs that are
 accepted but change nothing yet."""

@@ -243,6 +243,22 @@ define("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", None, "The SASL
 define("sasl.jaas.config", PASSWORD, None, None, "JAAS-style login config; give it per listener and "
        "mechanism: listener.name.<l>.plain.sasl.jaas.config with user_<name>=\"<password>\" "
        "entries for PLAIN.")
+# Kafka's GSSAPI (Kerberos) and OAUTHBEARER login settings: accepted with Kafka's types and defaults,
+# changeable per broker at run time as in Kafka (AlterConfigs), and without effect: fastkafka offers
+# neither mechanism (sasl.enabled.mechanisms).
+_NO_KERBEROS = "Accepted for compatibility; no effect (no GSSAPI/OAUTHBEARER here): "
+SASL_LOGIN_KEYS = (
+    define("sasl.kerberos.service.name", STRING, None, None, _NO_KERBEROS + "the Kerberos service name."),
+    define("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", None, _NO_KERBEROS + "the kinit command."),
+    define("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, None, _NO_KERBEROS + "ticket renewal window."),
+    define("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, None, _NO_KERBEROS + "ticket renewal jitter."),
+    define("sasl.kerberos.min.time.before.relogin", LONG, 60000, None, _NO_KERBEROS + "login thread sleep time."),
+    define("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", None, _NO_KERBEROS + "principal mapping."),
+    define("sasl.login.refresh.window.factor", DOUBLE, 0.8, between(0.5, 1.0), _NO_KERBEROS + "refresh window."),
+    define("sasl.login.refresh.window.jitter", DOUBLE, 0.05, between(0.0, 0.25), _NO_KERBEROS + "refresh jitter."),
+    define("sasl.login.refresh.min.period.seconds", INT, 60, between(0, 900), _NO_KERBEROS + "refresh period."),
+    define("sasl.login.refresh.buffer.seconds", INT, 300, between(0, 3600), _NO_KERBEROS + "refresh buffer."),
+)
 define("connections.max.reauth.ms", LONG, 0, at_least(0), "Longest a SASL session lasts before the "
        "client must re-authenticate (KIP-368); 0: forever.")
 define("connection.failed.authentication.delay.ms", INT, 100, at_least(0), "A failed authentication "

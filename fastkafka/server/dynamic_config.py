@@ -39,8 +39,9 @@ from typing import Mapping
 
 from fastkafka import errors
 from fastkafka.config import KEYS, TOPIC_KEYS, ConfigException, KafkaConfig, LogConfig
+from fastkafka.config.definitions import SASL_LOGIN_KEYS
 
-__all__ = ["DynamicBrokerConfig", "DEFAULT_ENTITY", "RECONFIGURABLE", "DYNAMIC_BROKER_CONFIG",
+__all__ = ["DynamicBrokerConfig", "DEFAULT_ENTITY", "RECONFIGURABLE", "PER_BROKER", "DYNAMIC_BROKER_CONFIG",
            "DYNAMIC_DEFAULT_BROKER_CONFIG", "STATIC_BROKER_CONFIG", "DEFAULT_CONFIG", "config_text"]
 
 log = logging.getLogger("fastkafka.server")
@@ -48,10 +49,13 @@ log = logging.getLogger("fastkafka.server")
 DEFAULT_ENTITY = "<default>"
 #: Kafka's ConfigSource of DescribeConfigs v1+
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 4, 5
-#: broker keys that change at run time: the broker-wide defaults of topic configs and the
-#: replication throttle rates
+#: broker keys only one broker may set at run time, not the cluster default (Kafka's listener
+#: configs): the GSSAPI/OAUTHBEARER login settings, accepted without effect
+PER_BROKER = frozenset(k.name for k in SASL_LOGIN_KEYS)
+#: broker keys that change at run time: the broker-wide defaults of topic configs, the
+#: replication throttle rates and PER_BROKER
 RECONFIGURABLE = frozenset([k.name for k in TOPIC_KEYS.values() if k.name in KEYS]
-                           + ["leader.replication.throttled.rate", "follower.replication.throttled.rate"])
+                           + ["leader.replication.throttled.rate", "follower.replication.throttled.rate"]) | PER_BROKER
 
 
 class DynamicBrokerConfig:
@@ -104,6 +108,10 @@ class DynamicBrokerConfig:
         static = sorted(k for k in configs if k not in RECONFIGURABLE)
         if static:
             raise errors.InvalidRequestError(f"Cannot update these configs dynamically: {', '.join(static)}")
+        per_broker = sorted(k for k in configs if k in PER_BROKER)
+        if per_broker and entity == DEFAULT_ENTITY:
+            raise errors.InvalidRequestError("Cannot update these configs at default cluster level, broker id must "
+                                             f"be specified: {', '.join(per_broker)}")
         cluster, own = self._stored()
         if entity == DEFAULT_ENTITY:
             cluster = dict(configs)

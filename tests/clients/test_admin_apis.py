@@ -218,6 +218,14 @@ def test_dynamic_broker_configs_change_topic_defaults_at_run_time(broker, kadmin
             alter(entry)
         assert e.value.args[0].name() == code
     assert plain.config.segment_bytes == 2097152                                    # nothing changed
+    # Kafka's listener configs (here the Kerberos login settings, accepted without effect) change
+    # per broker only, as librdkafka's own admin test expects; the cluster default refuses them
+    alter(("sasl.kerberos.min.time.before.relogin", "58000"))
+    assert broker.dynamic_config.current["sasl.kerberos.min.time.before.relogin"] == 58000
+    with OurAdmin({"bootstrap.servers": broker.bootstrap}) as ours:
+        with pytest.raises(errors.InvalidRequestError, match="default cluster level"):
+            ours.alter_configs("", {"sasl.kerberos.min.time.before.relogin": "1"}, resource_type=BROKER_RESOURCE)
+    alter(("sasl.kerberos.min.time.before.relogin", None))
     # AlterConfigs replaces this broker's whole set (kafka-python adds the dynamic keys it
     # described as this broker's first, as for topics)
     kadmin.alter_configs([KConfigResource(ConfigResourceType.BROKER, me, configs={"log.cleanup.policy": "compact"})],
