@@ -23,11 +23,11 @@
 # producer is fastkafka.log's (Python). This module holds no reference to a log/ object: the
 # active segment is attached with its file opener, cursor and indexes (Appender.attach).
 from cpython.buffer cimport PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport int32_t, int64_t, INT32_MAX
 from libc.string cimport memset
 
-from cpython.dict cimport PyDict_GetItem
 from fastkafka._core.index cimport OffsetIndex, TimeIndex
 from fastkafka._core.producer_entry cimport ProducerStateEntry
 from fastkafka._core.records_layout cimport (
@@ -264,9 +264,9 @@ cdef class Appender:
     with status OK, that the set was written but holds idempotent batches or markers the
     producer state records). A known producer's next batch is checked and remembered here
     (``set_producers``: the producers lane) and answered like a plain set. None for a buffer
-    that is read-only or not a buffer. After the lock
-    is released it calls ``flush()`` when flush.messages or flush.ms is reached. Thread-safe; the
-    public fields are written under the lock and read lock-free.
+    that is read-only or not a buffer. After the lock is released it calls ``flush()`` when
+    flush.messages or flush.ms is reached. Thread-safe; the public fields are written under the
+    lock and read lock-free.
 
     A replica's copy (``AS_FOLLOWER`` in ``flags``) keeps the offsets, epochs and timestamps the
     leader gave the batches; they must start at or after the log end and increase
