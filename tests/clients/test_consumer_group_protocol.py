@@ -36,10 +36,11 @@ def create_topic(broker, name):
     admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(10)
 
 
-def produce(broker, topic, values):
+def produce(broker, topic, values, partitions=PARTITIONS):
+    """``values`` spread round-robin over the topic's ``partitions``."""
     p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
     for i, v in enumerate(values):
-        p.produce(topic, v, partition=i % PARTITIONS)
+        p.produce(topic, v, partition=i % partitions)
     assert p.flush(10) == 0
 
 

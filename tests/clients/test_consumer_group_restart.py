@@ -12,11 +12,12 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
 from brokers import free_port, running_broker  # noqa: E402
+from test_consumer_group_protocol import produce as produce_over  # noqa: E402
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(150)]
 
@@ -32,10 +33,7 @@ def create_topics(broker, *names):
 
 
 def produce(broker, topic, values):
-    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-    for i, v in enumerate(values):
-        p.produce(topic, v, partition=i % PARTITIONS)
-    assert p.flush(10) == 0
+    produce_over(broker, topic, values, PARTITIONS)
 
 
 class Recorder:

@@ -108,20 +108,25 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops(cluster):
     assert sorted(values) == sorted(acked) and len(set(values)) == len(values)
 
 
-def test_preferred_election_on_request_and_errors(cluster):
-    create_replicated(cluster, "pref", 3)
-    preferred = {p: r[0] for p, r in cluster.assignment("pref").items()}
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    assert elect(admin, ElectionType.PREFERRED, "pref", [0, 1, 2]) == dict.fromkeys(range(3), ELECTION_NOT_NEEDED)
-
-    # broker of partition 0's preferred replica restarts: it comes back as a follower
+def restart_preferred_leader(cluster, topic: str, partitions: int):
+    """Restart the broker preferred for partition 0 of ``topic``: it comes back a follower.
+    ``(preferred leader by partition, the partitions now led by another)``, once every ISR is full."""
+    preferred = {p: r[0] for p, r in cluster.assignment(topic).items()}
     moved = preferred[0]
     cluster.brokers[moved].stop()
-    wait_for(lambda: leaders(cluster, "pref", 3)[0] not in (moved, -1), what="leadership moved away")
+    wait_for(lambda: leaders(cluster, topic, partitions)[0] not in (moved, -1), what="leadership moved away")
     cluster.brokers[moved].start()
-    wait_for(lambda: all(len(cluster.state("pref", p).isr) == 3 for p in range(3)), 60, what="full ISRs again")
-    away = [p for p, leader in leaders(cluster, "pref", 3).items() if leader != preferred[p]]
+    wait_for(lambda: all(len(cluster.state(topic, p).isr) == 3 for p in range(partitions)), 60, what="full ISRs")
+    away = [p for p, leader in leaders(cluster, topic, partitions).items() if leader != preferred[p]]
     assert 0 in away
+    return preferred, away
+
+
+def test_preferred_election_on_request_and_errors(cluster):
+    create_replicated(cluster, "pref", 3)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    assert elect(admin, ElectionType.PREFERRED, "pref", [0, 1, 2]) == dict.fromkeys(range(3), ELECTION_NOT_NEEDED)
+    preferred, away = restart_preferred_leader(cluster, "pref", 3)
     res = elect(admin, ElectionType.PREFERRED, "pref", [0, 1, 2])
     assert all(res[p] is None for p in away) and all(res[p] == ELECTION_NOT_NEEDED for p in res if p not in away)
     assert leaders(cluster, "pref", 3) == preferred

@@ -10,7 +10,7 @@ from fastkafka import records
 from fastkafka.protocol import ApiKey
 
 from harness import Cluster, raw_call, wait_for
-from test_leadership import Streaming, elect, leaders
+from test_leadership import Streaming, elect, leaders, restart_preferred_leader
 from test_replication import create_replicated, read_all
 from zk import free_port
 
@@ -105,14 +105,7 @@ def test_librdkafka_produces_across_leadership_moves(cluster):
     election moves every partition's leadership back to a restarted broker: the old leaders,
     still up, refuse with the hint; every acknowledged record is there once, none failed."""
     create_replicated(cluster, "moving", 3, min_insync_replicas=2)
-    preferred = {p: r[0] for p, r in cluster.assignment("moving").items()}
-    moved = preferred[0]
-    cluster.brokers[moved].stop()
-    wait_for(lambda: leaders(cluster, "moving", 3)[0] not in (moved, -1), what="leadership moved away")
-    cluster.brokers[moved].start()
-    wait_for(lambda: all(len(cluster.state("moving", p).isr) == 3 for p in range(3)), 60, what="full ISRs")
-    away = [p for p, leader in leaders(cluster, "moving", 3).items() if leader != preferred[p]]
-    assert 0 in away
+    preferred, away = restart_preferred_leader(cluster, "moving", 3)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     with Streaming(cluster, "moving", 3) as load:
         load.more(300, "records acknowledged before the election")
