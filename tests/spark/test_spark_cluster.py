@@ -4,7 +4,11 @@ cluster), with the broker as its own ``fastkafka serve`` process. Drivers are ch
 that never import fastkafka (cluster_child.py): batch read, the batch writer and a streaming
 ``availableNow`` read each find the format by name; ``fastkafka load`` runs with ``--master``
 and ``--remote``. The standalone tests come first: the Connect server, once up, holds the
-cluster's cores until this module ends."""
+cluster's cores until this module ends.
+
+Each driver's job is checked with an independent reader (librdkafka): the batch writer's copy,
+and the streaming writer's (``writeStream.format("fastkafka")``, ``availableNow`` in two
+micro-batches) record by record, partition by partition, in offset order."""
 import json
 import os
 import subprocess
@@ -48,18 +52,19 @@ def _child_env():
     return env
 
 
-def _source(broker, topic):
-    """A 4-partition topic of RECORDS values "v0".. and an empty 1-partition topic for the writer."""
+def _source(broker, topic, copy_partitions=1):
+    """A 4-partition topic of RECORDS values "v0".. (key "k<i>", partition i % 4) and an empty
+    topic ``<topic>-copy`` for the writer."""
     create_topic(broker, topic, partitions=4)
-    create_topic(broker, topic + "-copy", partitions=1)
+    create_topic(broker, topic + "-copy", partitions=copy_partitions)
     produce(broker, topic, [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 4}
                             for i in range(RECORDS)])
     return sorted(f"v{i}" for i in range(RECORDS))
 
 
-def _run_driver(how, url, broker, topic, tmp_path):
+def _run_driver(how, url, broker, topic, tmp_path, mode="read-write"):
     out = subprocess.run([sys.executable, CHILD, how, url, broker.bootstrap, topic, topic + "-copy",
-                          str(tmp_path)], capture_output=True, text=True, timeout=360,
+                          str(tmp_path), mode], capture_output=True, text=True, timeout=360,
                          cwd=str(tmp_path), env=_child_env())
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -80,6 +85,44 @@ def _consume_all(broker, topic, n):
     finally:
         c.close()
     return sorted(got)
+
+
+def _consume_partitions(broker, topic, partitions, n):
+    """Each partition's records, in offset order, as (offset, key, value, headers), read with
+    librdkafka from the beginning of every partition (assigned: no group to join)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "check-" + topic,
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got = {p: [] for p in range(partitions)}
+    try:
+        for _ in range(60):
+            for m in c.consume(100, 1.0):
+                assert m.error() is None, m.error()
+                got[m.partition()].append((m.offset(), m.key(), m.value(), m.headers()))
+            if sum(map(len, got.values())) >= n:
+                break
+    finally:
+        c.close()
+    return got
+
+
+def _check_stream_write(got, broker, topic):
+    assert got["fastkafka_imported"] is False           # found by name, registered nowhere
+    assert got["batch_rows"] == [20, 20]                # maxOffsetsPerTrigger 20: two micro-batches
+    written = _consume_partitions(broker, topic + "-copy", 4, RECORDS)
+    jvms = set()
+    for p, records in written.items():
+        # each source partition's records, in their order, in the partition the row named
+        assert [(o, k, v) for o, k, v, _ in records] == [
+            (j, b"k%d" % i, b"v%d" % i) for j, i in enumerate(range(p, RECORDS, 4))], (p, records)
+        for *_, headers in records:
+            [(name, jvm)] = headers
+            assert name == "jvm"
+            jvms.add(jvm.decode())
+    # every write task ran in an executor JVM, over both Workers
+    assert all(j.startswith("executor ") for j in jvms), jvms
+    assert len({j.split()[1] for j in jvms}) == 2, jvms
 
 
 def _check_driver(got, broker, topic, expected):
@@ -132,6 +175,13 @@ def test_standalone_cluster_load(cluster, broker, topic_name, tmp_path):
     assert [a["memoryperexecutor"] for a in apps] == [512], apps     # --conf reached the session
 
 
+def test_standalone_cluster_stream_write(cluster, broker, topic_name, tmp_path):
+    _source(broker, topic_name, copy_partitions=4)
+    got = _run_driver("--master", cluster.master_url, broker, topic_name, tmp_path, "stream-write")
+    assert got["master"] == cluster.master_url
+    _check_stream_write(got, broker, topic_name)
+
+
 def test_connect_driver(connect, cluster, broker, topic_name, tmp_path):
     expected = _source(broker, topic_name)
     got = _run_driver("--remote", connect.url, broker, topic_name, tmp_path)
@@ -146,6 +196,13 @@ def test_connect_load(connect, broker, topic_name, tmp_path):
     text = _load(broker, topic_name, out, "--remote", connect.url)
     assert f"loaded {RECORDS} rows in 2 batches" in text, text
     assert _loaded(out) == expected
+
+
+def test_connect_stream_write(connect, cluster, broker, topic_name, tmp_path):
+    _source(broker, topic_name, copy_partitions=4)
+    got = _run_driver("--remote", connect.url, broker, topic_name, tmp_path, "stream-write")
+    assert got["master"] == cluster.master_url          # the server's application on the cluster
+    _check_stream_write(got, broker, topic_name)
 
 
 def test_load_rejects_bad_session_arguments(tmp_path):
