@@ -1,8 +1,8 @@
 """``format("fastkafka")`` where users run Spark: a real standalone cluster (Master, two Workers,
 executors in their own JVMs) and Spark Connect (the server runs as an application on that same
 cluster), with the broker as its own ``fastkafka serve`` process. Drivers are child processes
-that never import fastkafka (cluster_child.py): batch read, the batch writer and a streaming
-``availableNow`` read each find the format by name; ``fastkafka load`` runs with ``--master``
+that never import fastkafka (cluster_child.py): batch read, the batch writer, a streaming
+``availableNow`` read and the streaming writer each find the format by name; ``fastkafka load`` runs with ``--master``
 and ``--remote``. The standalone tests come first: the Connect server, once up, holds the
 cluster's cores until this module ends.
 
