@@ -7,7 +7,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all install build test bench serve clean debian
+.PHONY: all install build test bench serve clean debian librdkafka-suite
 
 all: build
 
@@ -32,6 +32,10 @@ debian:
 
 test: debian build
 	$(VPY) -m pytest $(PYTEST_ARGS)
+
+# librdkafka's own integration tests (ci/librdkafka_suite.py): the tests ci/librdkafka-tests.txt lists as passing
+librdkafka-suite: debian build
+	$(VPY) ci/librdkafka_suite.py
 
 # The pytest-benchmark suite bench/test_bench_*.py (bench/README.md): every figure against a limit timed
 # in the same run, stored in the JSON's extra_info; bench/report.py then rewrites the generated section
