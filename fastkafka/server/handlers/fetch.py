@@ -79,7 +79,7 @@ class _Read:
     __slots__ = ("results", "total", "errored", "replication", "throttled")
 
     def __init__(self, replication: bool = False):
-        self.results = []     # per topic: (name, [partition response kwargs])
+        self.results = []     # per topic: (name, topic id or None, [partition response kwargs])
         self.total = 0
         self.errored = False
         self.replication = replication    # a follower's fetch (counted apart from consumers' bytes out)
