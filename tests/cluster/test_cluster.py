@@ -64,10 +64,13 @@ def leaders(cluster, topic: str, n: int) -> dict[int, int]:
     return {p: cluster.state(topic, p).leader for p in range(n)}
 
 
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
+
+
 def live_files(cluster, prefix: str) -> list[str]:
     """Segment files of ``prefix*`` partitions not yet marked ``.deleted`` (removal itself is delayed)."""
     return [f for b in cluster.brokers.values() for d in os.listdir(b.log_dir) if d.startswith(prefix)
-            for f in os.listdir(os.path.join(b.log_dir, d)) if not f.endswith(".deleted")]
+            for f in os.listdir(os.path.join(b.log_dir, d)) if f.endswith(SEGMENT_SUFFIXES)]
 
 
 def owner(cluster, broker_id: int) -> int:
