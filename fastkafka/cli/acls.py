@@ -39,6 +39,8 @@ EPILOG = """examples:
   fastkafka acls --add --producer --allow-principal User:alice --topic orders --transactional-id tx-orders --idempotent
   fastkafka acls --add --consumer --allow-principal User:bob --topic orders --group billing
   fastkafka acls --add --allow-principal User:ops --operation Alter --operation Describe --cluster
+  fastkafka acls --add --allow-principal User:ops --operation CreateTokens --user-principal User:etl
+  fastkafka acls --add --allow-principal User:audit --operation Describe --delegation-token '*'
   fastkafka acls --list
   fastkafka acls --list --topic orders --resource-pattern-type match
   fastkafka acls --list --principal User:alice
@@ -72,6 +74,10 @@ def _parser():
     r.add_argument("--cluster", action="store_true", help=f"the cluster ({CLUSTER_NAME})")
     r.add_argument("--transactional-id", action="append", default=[],
                    help="a transactional id ('*': every one; repeatable)")
+    r.add_argument("--delegation-token", action="append", default=[],
+                   help="a delegation token id ('*': every token; repeatable)")
+    r.add_argument("--user-principal", action="append", default=[], metavar="TYPE:NAME",
+                   help="a user principal as the resource, e.g. of CreateTokens or DescribeTokens (repeatable)")
     r.add_argument("--resource-pattern-type", default="literal", type=str.lower,
                    choices=["literal", "prefixed", "any", "match"],
                    help="literal or prefixed (a name prefix); to --list/--remove also any (every "
@@ -122,9 +128,11 @@ def parse_args(argv: list[str]):
     if args.cluster and args.resource_pattern_type == "prefixed":
         raise ToolError(f"the cluster's ACLs are literal ({CLUSTER_NAME}): --cluster takes no "
                         "--resource-pattern-type prefixed")
-    if not args.list and not (args.topic or args.group or args.cluster or args.transactional_id):
-        raise ToolError("name at least one resource: --topic, --group, --cluster or --transactional-id")
-    for principal in args.allow_principal + args.deny_principal + args.principal:
+    if not args.list and not (args.topic or args.group or args.cluster or args.transactional_id
+                              or args.delegation_token or args.user_principal):
+        raise ToolError("name at least one resource: --topic, --group, --cluster, --transactional-id, "
+                        "--delegation-token or --user-principal")
+    for principal in args.allow_principal + args.deny_principal + args.principal + args.user_principal:
         try:
             parse_principal(principal.strip())
         except InvalidAcl as e:
@@ -153,6 +161,8 @@ def _patterns(args) -> list[tuple]:
     if args.cluster:   # LITERAL when adding (parse_args refuses PREFIXED); ANY and MATCH select it too
         out.append((ResourceType.CLUSTER, CLUSTER_NAME, ptype))
     out += [(ResourceType.TRANSACTIONAL_ID, x, ptype) for x in args.transactional_id]
+    out += [(ResourceType.DELEGATION_TOKEN, t.strip(), ptype) for t in args.delegation_token]
+    out += [(ResourceType.USER, u.strip(), ptype) for u in args.user_principal]
     return list(dict.fromkeys(out))
 
 

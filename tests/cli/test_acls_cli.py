@@ -124,6 +124,43 @@ def test_producer_and_consumer_roles(acl_broker, capsys):
     assert {a for a in stored(acl_broker) if a[3] in ("User:prod", "User:cons")} == set()
 
 
+def test_delegation_token_and_user_principal_resources(acl_broker, capsys):
+    """--delegation-token and --user-principal name Kafka's DELEGATION_TOKEN and USER resources
+    (kafka-python's admin reads them back: confluent-kafka has no such resource types)."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ResourcePatternFilter
+    from kafka.admin import ACLResourcePatternType as KPattern
+    from kafka.admin import ResourceType as KType
+    rc, out, err = tool(acl_broker, capsys, "--add", "--allow-principal", "User:ops", "--operation", "CreateTokens",
+                        "--operation", "DescribeTokens", "--user-principal", "User:etl")
+    assert rc == 0, err
+    assert out.startswith("Adding ACLs for resource `ResourcePattern(resourceType=USER, name=User:etl, "
+                          "patternType=LITERAL)`:\n")
+    assert tool(acl_broker, capsys, "--add", "--allow-principal", "User:audit", "--operation", "Describe",
+                "--delegation-token", "*")[0] == 0
+    rc, _, err = tool(acl_broker, capsys, "--add", "--allow-principal", "User:x", "--operation", "Read",
+                      "--delegation-token", "tok")
+    assert rc == 1 and "not valid for resource type DelegationToken" in err, err
+    admin = KafkaAdminClient(bootstrap_servers=acl_broker.bootstrap)
+    try:
+        def read(rtype):
+            f = ACLFilter(None, "*", ACLOperation.ANY, ACLPermissionType.ANY,
+                          ResourcePatternFilter(rtype, None, KPattern.ANY))
+            acls, error = admin.describe_acls(f)
+            assert error.errno == 0, error
+            return {(a.resource_pattern.resource_name, a.principal, a.operation.name) for a in acls}
+        assert read(KType.USER) == {("User:etl", "User:ops", "CREATE_TOKENS"),
+                                    ("User:etl", "User:ops", "DESCRIBE_TOKENS")}
+        assert read(KType.DELEGATION_TOKEN) == {("*", "User:audit", "DESCRIBE")}
+        rc, out, _ = tool(acl_broker, capsys, "--list", "--user-principal", "User:etl")
+        assert "(principal=User:ops, host=*, operation=CREATE_TOKENS, permissionType=ALLOW)" in out
+        assert tool(acl_broker, capsys, "--remove", "--force", "--user-principal", "User:etl")[0] == 0
+        assert tool(acl_broker, capsys, "--remove", "--force", "--delegation-token", "*")[0] == 0
+        assert read(KType.USER) == set() and read(KType.DELEGATION_TOKEN) == set()
+    finally:
+        admin.close()
+
+
 def test_list_by_principal_and_resource(acl_broker, capsys):
     for principal, topic in (("User:p1", "by-a"), ("User:p2", "by-a"), ("User:p2", "by-b")):
         assert tool(acl_broker, capsys, "--add", "--allow-principal", principal, "--operation", "Read",
