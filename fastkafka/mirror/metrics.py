@@ -14,23 +14,25 @@ per-record figures by at most the chunk's spread of timestamps. Each stream writ
 counts; a scrape sums the streams' (a partition moving between streams keeps counting up).
 
 Names: MirrorMaker 2's MBeans as Prometheus' JMX exporter spells them (``domain_type_name``,
-lower case, ``_total`` on counters, ms as seconds), labelled by *source* topic and partition
-(MM2 tags its partition metrics with the target topic's name; ours match the progress line
-and the lag):
+lower case, ``_total`` on counters, ms as seconds), with MM2's tags: ``source`` and ``target``
+(the clusters' aliases, MM2's defaults ``source`` and ``target`` when none is given), ``topic``
+(the *target* topic: ``dc1.orders`` with prefixed names) and ``partition``:
 
-* ``kafka_connect_mirror_mirrorsourceconnector_record_count_total{topic,partition}`` -- record-count
-* ``kafka_connect_mirror_mirrorsourceconnector_byte_count_total{topic,partition}`` -- byte-count: the
-  records' bytes as the source stored them (v2 record encoding: keys, values, headers and their
-  framing; not the batch headers). MM2 counts values only.
-* ``kafka_connect_mirror_mirrorsourceconnector_record_age_seconds{topic,partition}`` -- record-age-ms
+* ``kafka_connect_mirror_mirrorsourceconnector_record_count_total{source,target,topic,partition}`` --
+  record-count
+* ``kafka_connect_mirror_mirrorsourceconnector_byte_count_total{...}`` -- byte-count: the records'
+  bytes as the source stored them (v2 record encoding: keys, values, headers and their framing;
+  not the batch headers). MM2 counts values only.
+* ``kafka_connect_mirror_mirrorsourceconnector_record_age_seconds{...}`` -- record-age-ms
   (histogram): when the chunk was handed to the target producer, minus its newest timestamp
-* ``kafka_connect_mirror_mirrorsourceconnector_replication_latency_seconds{topic,partition}`` --
+* ``kafka_connect_mirror_mirrorsourceconnector_replication_latency_seconds{...}`` --
   replication-latency-ms (histogram): when the target acknowledged it, minus its newest timestamp
-* ``kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_seconds`` --
+* ``kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_seconds{source,target}`` --
   checkpoint-latency-ms (histogram, one observation per checkpoint): from the round that
   translated it to the target's acknowledgement (MM2 also tags it by group, topic, partition)
-* ``fastkafka_mirror_lag{topic,partition}`` -- the source's end (last stable offset, as the mirror
-  reads read_committed) minus the mirrored position, as of the partition's last fetch
+* ``fastkafka_mirror_lag{topic,partition}`` -- by *source* topic, as the progress line: the
+  source's end (last stable offset, as the mirror reads read_committed) minus the mirrored
+  position, as of the partition's last fetch
 * ``fastkafka_mirror_offset_syncs_total``, ``fastkafka_mirror_checkpoints_total``,
   ``fastkafka_mirror_group_offsets_synced_total`` -- offset syncs written, checkpoints emitted,
   group offsets committed on the target (``--sync-group-offsets``)

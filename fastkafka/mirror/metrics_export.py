@@ -12,13 +12,15 @@ Example (what a scrape of a running mirror shows; the test is tests/mirror/test_
 
     m = Mirror("dc1:9092", "dc2:9092", topics=["orders"], metrics_port=9404)
     # curl -s localhost:9404/metrics | grep record_count
-    # kafka_connect_mirror_mirrorsourceconnector_record_count_total{partition="0",topic="orders"} 1000.0
+    # kafka_connect_mirror_mirrorsourceconnector_record_count_total{partition="0",source="source",
+    #     target="target",topic="orders"} 1000.0
 """
 from __future__ import annotations
 
 from fastkafka.metrics_http import MetricsEndpoint, MetricsError
 
 from .metrics import AGE_BUCKETS
+from .naming import DEFAULT_SOURCE_ALIAS, DEFAULT_TARGET_ALIAS
 
 try:
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -49,7 +51,11 @@ class _MirrorCollector:
         m = self._mirror.metrics
         if m is None:       # between runs
             return
-        labels = ["topic", "partition"]
+        # MM2's tags: the clusters' aliases and the partition as the target names it
+        selector = self._mirror.selector
+        source = selector.source_alias or DEFAULT_SOURCE_ALIAS
+        target = selector.target_alias or DEFAULT_TARGET_ALIAS
+        labels = ["source", "target", "topic", "partition"]
         records = CounterMetricFamily(_SOURCE + "record_count", "Records copied and acknowledged by the target "
                                       "(MM2's record-count).", labels=labels)
         nbytes = CounterMetricFamily(_SOURCE + "byte_count", "Bytes of the records copied, as the source stored "
@@ -62,7 +68,7 @@ class _MirrorCollector:
                                         "timestamp to the target's acknowledgement, per chunk by its newest "
                                         "record (MM2's replication-latency-ms).", labels=labels)
         for (topic, p), c in sorted(m.partitions().items()):
-            tp = [topic, str(p)]
+            tp = [source, target, selector.target_topic(topic), str(p)]
             records.add_metric(tp, c.records)
             nbytes.add_metric(tp, c.bytes)
             age.add_metric(tp, _cumulative(c.age_buckets), c.age_sum)
@@ -70,8 +76,8 @@ class _MirrorCollector:
         yield from (records, nbytes, age, latency)
         checkpoint = HistogramMetricFamily("kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_seconds",
                                            "Time from a checkpoint's translation to the target's acknowledgement "
-                                           "(MM2's checkpoint-latency-ms).")
-        checkpoint.add_metric([], _cumulative(list(m.checkpoint_buckets)), m.checkpoint_sum)
+                                           "(MM2's checkpoint-latency-ms).", labels=["source", "target"])
+        checkpoint.add_metric([source, target], _cumulative(list(m.checkpoint_buckets)), m.checkpoint_sum)
         yield checkpoint
         yield from self._mirror_state()
 

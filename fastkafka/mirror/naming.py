@@ -30,10 +30,12 @@ from __future__ import annotations
 
 from fastkafka.client import Blacklist, Whitelist
 
-__all__ = ["TopicSelector", "SEPARATOR", "DEFAULT_SOURCE_ALIAS", "offset_syncs_topic", "checkpoints_topic"]
+__all__ = ["TopicSelector", "SEPARATOR", "DEFAULT_SOURCE_ALIAS", "DEFAULT_TARGET_ALIAS", "offset_syncs_topic",
+           "checkpoints_topic"]
 
 SEPARATOR = "."
 DEFAULT_SOURCE_ALIAS = "source"      # MM2's source.cluster.alias default
+DEFAULT_TARGET_ALIAS = "target"      # and target.cluster.alias
 
 
 def offset_syncs_topic(source_alias: str | None) -> str:

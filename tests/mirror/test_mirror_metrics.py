@@ -54,6 +54,11 @@ def tp(p: int, topic: str = "metered") -> tuple:
     return (("partition", str(p)), ("topic", topic))
 
 
+def mm2(p: int, source: str) -> tuple:
+    """MM2's tags of a partition's metrics: the aliases (MM2's default target alias) and topic."""
+    return (("partition", str(p)), ("source", source), ("target", "target"), ("topic", "metered"))
+
+
 def fill(broker, partitions: int, ts: int) -> None:
     broker.topics.create("metered", partitions)
     with Producer({"bootstrap.servers": broker.bootstrap}) as p:
@@ -78,7 +83,7 @@ def test_metrics_count_exact_records_bytes_and_lag(clusters, mirror):
             seen.update(scrape(port))
         except OSError:          # not listening yet
             return False
-        return all(seen.get((SRC + "record_count_total", tp(p))) == N for p in (0, 1)) and \
+        return all(seen.get((SRC + "record_count_total", mm2(p, "dc1"))) == N for p in (0, 1)) and \
             all(seen.get(("fastkafka_mirror_lag", tp(p))) == 0 for p in (0, 1)) and \
             seen.get(("fastkafka_mirror_checkpoints_total", ())) and \
             seen.get(("fastkafka_mirror_group_offsets_synced_total", ()))
@@ -87,18 +92,20 @@ def test_metrics_count_exact_records_bytes_and_lag(clusters, mirror):
     got = scrape(port)
     per_partition = sum(record_size(i) for i in range(N))
     for p in (0, 1):
-        assert got[SRC + "record_count_total", tp(p)] == N
-        assert got[SRC + "byte_count_total", tp(p)] == per_partition
+        assert got[SRC + "record_count_total", mm2(p, "dc1")] == N
+        assert got[SRC + "byte_count_total", mm2(p, "dc1")] == per_partition
         assert got["fastkafka_mirror_lag", tp(p)] == 0
         # every record timed once; a minute old (plus this machine's delays), never less
         for name in ("record_age_seconds", "replication_latency_seconds"):
-            assert got[SRC + name + "_count", tp(p)] == N
-            assert 60 <= got[SRC + name + "_sum", tp(p)] / N < 90, (name, got[SRC + name + "_sum", tp(p)])
-            assert got[SRC + name + "_bucket", (("le", "30.0"),) + tp(p)] == 0
+            assert got[SRC + name + "_count", mm2(p, "dc1")] == N
+            age = got[SRC + name + "_sum", mm2(p, "dc1")]
+            assert 60 <= age / N < 90, (name, age)
+            assert got[SRC + name + "_bucket", (("le", "30.0"),) + mm2(p, "dc1")] == 0
     assert got["fastkafka_mirror_offset_syncs_total", ()] >= 2          # at least one per partition
     checkpoints = got["fastkafka_mirror_checkpoints_total", ()]
     assert checkpoints >= 1
-    assert got["kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_seconds_count", ()] == checkpoints
+    assert got["kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_seconds_count",
+               (("source", "dc1"), ("target", "target"))] == checkpoints
     assert got["fastkafka_mirror_group_offsets_synced_total", ()] >= 1
     assert got["fastkafka_mirror_transactions_total", ()] == 0        # at-least-once
     with AdminClient({"bootstrap.servers": b.bootstrap}) as admin:      # what the synced counter says happened
@@ -111,7 +118,10 @@ def test_exactly_once_counts_transactions(clusters, mirror):
     fill(a, 1, int(time.time() * 1000))
     port = free_port()
     m = mirror(a, b, "--topics", "metered", "--exactly-once", "--metrics-port", str(port),
-               "--metrics-host", "127.0.0.1", "--emit-checkpoints-interval", "0")
+               "--metrics-host", "127.0.0.1", "--emit-checkpoints-interval", "0",
+               "--source-alias", "dc1", "--target-alias", "dc2", "--prefix-topics")
+    # MM2's tags: both aliases, and the topic as the target names it
+    labels = (("partition", "0"), ("source", "dc1"), ("target", "dc2"), ("topic", "dc1.metered"))
     seen: dict = {}
 
     def caught_up():
@@ -119,11 +129,11 @@ def test_exactly_once_counts_transactions(clusters, mirror):
             seen.update(scrape(port))
         except OSError:
             return False
-        return seen.get((SRC + "record_count_total", tp(0))) == N and \
+        return seen.get((SRC + "record_count_total", labels)) == N and \
             seen.get(("fastkafka_mirror_transactions_total", ()), 0) >= 1
     wait_for(caught_up, 60, "the records and a transaction counted", lambda: f"{seen}\n{m.output()}")
     got = scrape(port)
-    assert got[SRC + "byte_count_total", tp(0)] == sum(record_size(i) for i in range(N))
+    assert got[SRC + "byte_count_total", labels] == sum(record_size(i) for i in range(N))
     assert m.stop() == 0, m.output()
 
 
