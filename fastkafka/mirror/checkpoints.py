@@ -153,7 +153,9 @@ def _translated(store: SyncStore, selector: TopicSelector, group: str, committed
 class Checkpointer(threading.Thread):
     """The running mirror's checkpoint emitter. ``context`` provides ``source_config``,
     ``target_config``, ``target_props``, ``group`` (never checkpointed), ``selector``,
-    ``source_alias`` and ``metrics`` (None: off); ``groups``: a regex of the groups to checkpoint (None: all)."""
+    ``source_alias``, ``metrics`` (None: off) and ``leads_checkpoints()`` (whether this process
+    emits this round: of several mirror processes in one group, one does); ``groups``: a regex of
+    the groups to checkpoint (None: all)."""
 
     def __init__(self, context, interval_s: float, groups: str | None = None, sync_interval_s: float = 0.0):
         super().__init__(name="fastkafka-mirror-checkpoints", daemon=True)
@@ -181,10 +183,18 @@ class Checkpointer(threading.Thread):
         producer = Producer({**c.target_props, "producer.type": "sync"})
         store = SyncStore()
         last: dict | None = None
+        leading = False
         next_sync = time.monotonic() + self.sync_interval_s
         try:
             while True:
                 stopping = self._stop_event.wait(self.interval_s)
+                if not stopping:     # the streams have let their partitions go when stopping
+                    leading = c.leads_checkpoints()
+                if not leading:
+                    if stopping:
+                        return
+                    last = None      # another process emits: re-read what it wrote when this one leads
+                    continue
                 try:
                     if last is None:     # what earlier runs emitted: checkpoints only move forward
                         last = read_checkpoints(checkpoints)

@@ -82,7 +82,8 @@ class Mirror:
     ``<source_alias>.checkpoints.internal`` (``source`` when no alias is given); see
     :func:`fastkafka.mirror.translate_offsets`. ``sync_group_offsets_interval_s`` (0: off, as
     MM2's ``sync.group.offsets.enabled``) commits the checkpoints for the groups on the target
-    while they have no members there (see :mod:`fastkafka.mirror.checkpoints`).
+    while they have no members there (see :mod:`fastkafka.mirror.checkpoints`). Of several mirror
+    processes in one group, the one owning partition 0 of the first mirrored topic does both.
     Prometheus metrics (MirrorMaker 2's, see :mod:`fastkafka.mirror.metrics`): ``metrics_port``
     (None: off; 0: an ephemeral port, then ``metrics_endpoint.port``) on ``metrics_host``, served
     while :meth:`run` runs; needs ``pip install 'fastkafka[metrics]'`` (else
@@ -233,6 +234,15 @@ class Mirror:
         changes whenever they do (the streams then rejoin the group)."""
         with self._lock:
             return self._routes
+
+    def leads_checkpoints(self) -> bool:
+        """Whether this process emits checkpoints (and syncs group offsets): the one whose
+        streams own partition 0 of the first mirrored topic. Several mirror processes in one
+        group would otherwise each write the same checkpoints; while the group rebalances a round
+        may pass with no emitter, which only delays checkpoints by an interval."""
+        _, routes = self.routes()
+        first = (min(routes), 0) if routes else None
+        return first is not None and any(first in s.owned for s in self.streams)
 
     def lag(self) -> dict[str, int]:
         """Per source topic, how far behind this process's partitions are (as of their last

@@ -14,6 +14,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -238,3 +239,36 @@ def test_sync_group_offsets_moves_idle_groups_forward_only(clusters, mirror):
     wait_for(lambda: committed_on(b.bootstrap, "busy") == {("orders", 0): 30, ("orders", 1): 30}, 30,
              "busy's offsets synced once it left", m.output)
     assert m.stop() == 0, m.output()
+
+
+def test_two_mirror_processes_write_each_checkpoint_once(clusters, mirror):
+    """Two mirror processes in one group (scaled out) share the partitions; only the one owning
+    partition 0 of the first topic emits checkpoints, so each translation is written once, and
+    when that process stops the other takes over."""
+    a, b = clusters
+    a.topics.create("orders", 4)
+    produce(a.bootstrap, "orders", {p: 10 for p in range(4)}, "r")
+    args = ["--topics", "orders", "--source-alias", "dc1", "--emit-checkpoints-interval", "0.3",
+            "--offset-lag-max", "0", "--commit-interval-ms", "200"]
+    first = mirror(a, b, *args, name="first")
+    second = mirror(a, b, *args, name="second")
+    wait_for(lambda: sum(len(r) for r in read_topic(b.bootstrap, "orders", timeout=5).values()) == 40, 30,
+             "the records mirrored", lambda: first.output() + second.output())
+    commit_on_source(a.bootstrap, "billing", {p: 4 for p in range(4)})
+
+    def upstreams() -> list[int]:
+        """The source offsets of billing's checkpoints, in the order written (MM2's value layout)."""
+        rows = read_topic(b.bootstrap, CHECKPOINTS, "read_uncommitted")[0]
+        return [struct.unpack_from(">q", v, 2)[0] for _o, k, v, _h, _t in rows if b"billing" in k]
+    wait_for(lambda: len(upstreams()) == 4, 30, "billing's checkpoints", lambda: first.output() + second.output())
+    time.sleep(1.5)              # five more rounds of both processes: nothing new to write
+    assert upstreams() == [4, 4, 4, 4]          # once per partition, not once per process
+    # the emitter stops: the survivor owns every partition and emits the next translation
+    assert first.stop() == 0, first.output()
+    produce(a.bootstrap, "orders", {0: 10}, "r2")            # a new chunk: a new offset sync past billing's
+    wait_for(lambda: len(read_topic(b.bootstrap, "orders", timeout=5)[0]) == 20, 30, "the new records mirrored",
+             second.output)
+    commit_on_source(a.bootstrap, "billing", {0: 20})
+    wait_for(lambda: upstreams() == [4, 4, 4, 4, 20], 30, "a checkpoint from the process left",
+             lambda: f"{upstreams()}\n{second.output()}")
+    assert second.stop() == 0, second.output()
