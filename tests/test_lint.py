@@ -1,6 +1,8 @@
 """Pyflakes over the whole tree (ruff's F rules, and E9: files that do not parse): an unused
 import, an undefined name or a shadowed one fails ``make test`` instead of waiting for review.
-Line length is not checked: CLI examples and doctest outputs are verbatim text."""
+Line length is not checked: CLI examples and doctest outputs are verbatim text. And mypy over
+the protocol and the log, the layers whose contracts (the Cython modules' ``.pyi``, the Log's
+parts in several files) are most worth checking."""
 import os
 import subprocess
 import sys
@@ -14,4 +16,14 @@ def test_pyflakes_finds_nothing():
     out = subprocess.run([ruff, "check", "--no-cache", "--select", "F,E9", "--output-format", "concise",
                           "fastkafka", "pyspark_fastkafka", "tests", "bench", "setup.py"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_mypy_finds_nothing_in_protocol_and_log():
+    mypy = os.path.join(os.path.dirname(sys.executable), "mypy")
+    assert os.path.exists(mypy), "mypy is a declared test dependency (pip install -e '.[test]')"
+    # silent: what protocol/ and log/ import is read for its types but not reported on
+    out = subprocess.run([mypy, "--no-incremental", "--ignore-missing-imports", "--follow-imports=silent",
+                          "fastkafka/protocol", "fastkafka/log"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr

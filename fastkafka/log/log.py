@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from bisect import bisect_right
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, cast
 
 from .. import errors
 from .._core import appender as _ap
@@ -83,6 +83,8 @@ class FetchRegion(NamedTuple):
         return None if self.file is None else self.file.path
 
     def fileno(self) -> int:
+        if self.file is None:
+            raise ValueError("an empty fetch region has no file")
         return self.file.fileno()
 
     def read_bytes(self) -> bytes:
@@ -278,7 +280,8 @@ class Log(TransactionalLog, LogTruncation):
         if r.__class__ is not LogAppendInfo:
             if r is None:                # read-only: offsets are stamped in place
                 return self.append(bytearray(memoryview(buf)), leader_epoch, _follower=_follower)
-            r = self._settle(buf, leader_epoch, r)
+            # None only for a follower's fetch that ended inside its first batch (append_as_follower)
+            r = cast(LogAppendInfo, self._settle(buf, leader_epoch, r))
         if self.append_listeners:
             for listener in self.append_listeners:
                 listener(self)

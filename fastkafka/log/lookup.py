@@ -21,6 +21,7 @@ def first_record_at_or_after(batch: bytes, timestamp: int, start_offset: int) ->
     ``timestamp`` in the whole batch ``batch``; None if the batch has none."""
     for b in _records.iter_batches(batch, check_crc=False):
         for r in b.records():
-            if r.offset >= start_offset and r.timestamp >= timestamp:
-                return (r.offset, r.timestamp)
+            offset, ts = r.offset, r.timestamp      # a stored record has both
+            if offset is not None and ts is not None and offset >= start_offset and ts >= timestamp:
+                return (offset, ts)
     return None

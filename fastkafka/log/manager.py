@@ -170,7 +170,7 @@ class LogManager:
             tp = (topic, partition)
             lg = self._logs.get(tp)
             recorded = read_topic_id(lg.dir) if lg is not None and topic_id is not None else None
-            if recorded is not None and recorded != topic_id:
+            if lg is not None and topic_id is not None and recorded is not None and recorded != topic_id:
                 log.warning("%s-%d: the log on disk belongs to topic id %s, not %s (the topic was deleted and "
                             "created again while this broker was away): deleting it", topic, partition,
                             uuid_text(recorded), uuid_text(topic_id))

@@ -150,24 +150,24 @@ class LogSegment:
 
     def _open_indexes(self) -> tuple[OffsetIndex, TimeIndex]:
         with self._open_lock:
-            if self._offset_index is None:
+            oi, ti = self._offset_index, self._time_index
+            if oi is None or ti is None:
                 max_size = self.config.segment_index_bytes
-                oi = ti = None
                 try:
-                    oi = OffsetIndex(self.index_path, self.base_offset, max_size, self.active)
-                    ti = TimeIndex(self.time_index_path, self.base_offset, max_size, self.active)
-                    sane = oi.is_valid() and ti.is_valid() and (self.active or (
+                    opened = (OffsetIndex(self.index_path, self.base_offset, max_size, self.active),
+                              TimeIndex(self.time_index_path, self.base_offset, max_size, self.active))
+                    sane = opened[0].is_valid() and opened[1].is_valid() and (self.active or (
                         os.path.getsize(self.index_path) % 8 == 0
                         and os.path.getsize(self.time_index_path) % 12 == 0))
                 except (FileNotFoundError, ValueError):
                     sane = False
                 if not sane and self.deleted:   # removed under an old snapshot: gone for good
                     raise FileNotFoundError(self.index_path)
-                if not sane:   # missing or corrupt: indexes are derived data, rebuild them
-                    oi, ti = self._rebuild_indexes()
+                # missing or corrupt: indexes are derived data, rebuild them
+                oi, ti = opened if sane else self._rebuild_indexes()
                 self._time_index = ti
                 self._offset_index = oi
-            return self._offset_index, self._time_index
+            return oi, ti
 
     def _rebuild_indexes(self) -> tuple[OffsetIndex, TimeIndex]:
         oi, ti = self._fresh_indexes()

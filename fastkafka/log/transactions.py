@@ -44,13 +44,14 @@ Example::
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from .. import errors
 from .._core import appender as _ap
 from ..records import build_control_batch
 from .producer_state import ProducerStateManager
 from .txn_index import AbortedTxn
+from .log_fields import LogFields
 
 if TYPE_CHECKING:
     from .log import LogAppendInfo
@@ -71,7 +72,7 @@ class ActiveProducer(NamedTuple):
     current_txn_start_offset: int
 
 
-class TransactionalLog:
+class TransactionalLog(LogFields):
     """Log's transaction methods (Log inherits them). See the module docstring."""
 
     # --- the last stable offset ---
@@ -117,7 +118,8 @@ class TransactionalLog:
                 r = self._st.append(buf, leader_epoch, _MARKER_FLAGS)
             except OSError as e:
                 raise errors.KafkaStorageError(f"marker append to {self.dir} failed: {e}") from e
-            info = self._settle(buf, leader_epoch, r)   # writes it (a roll first if due)
+            # writes it (a roll first if due); None is only ever a follower's
+            info = cast("LogAppendInfo", self._settle(buf, leader_epoch, r))
         for listener in self.append_listeners:          # outside the lock, as Log.append
             listener(self)
         return info

@@ -46,11 +46,12 @@ from __future__ import annotations
 from .. import errors
 from . import retention
 from .segment import LogSegment
+from .log_fields import LogFields
 
 __all__ = ["LogTruncation"]
 
 
-class LogTruncation:
+class LogTruncation(LogFields):
     """Log's methods that move its start and end offsets (Log inherits them). See the module
     docstring."""
 

@@ -12,6 +12,7 @@ or bad UTF-8 from a short or hostile buffer is converted once, at the top).
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from .. import errors
 from . import types as T
@@ -22,6 +23,8 @@ from .schema import APIS, Field, Struct, _MISSING
 __all__ = ["Codec", "codec_for", "CODECS", "decode_struct", "encode_struct"]
 
 _SIZE = struct.Struct(">i")
+# where an encoder left file regions (sendfile ranges) to splice in: (offset in the output, region)
+Regions = list[tuple[int, Any]]
 _DECODE_ERRORS = (struct.error, ValueError, IndexError, OverflowError, RecursionError)
 # Non-flexible strings, bytes and records: their int16/int32 length is generated inline (it joins
 # the run of fixed-size fields before it, so a records field costs no call of its own) and so are
@@ -110,7 +113,9 @@ class _Gen:
         ns = {"_C": s.cls, "_PE": T.ProtocolError, "_MISSING": _MISSING, "_short": T.too_short,
               "_rlen": T.read_clen if flex else T.read_len32,
               "_rtags": T.read_tagged_fields, "_skip": T.skip_tagged_fields}
-        body, run, known = [], [], {}
+        body: list[str] = []
+        run: list = []
+        known: dict = {}
 
         def flush():
             if run:
@@ -205,7 +210,8 @@ class _Gen:
         ns = {"_C": s.cls, "_PE": T.ProtocolError, "_wrec": T.write_records,
               "_wlen": T.write_clen if flex else T.write_len32, "_wtags": T.write_tagged_fields}
         body = ["if o.__class__ is not _C: o = _C.coerce(o)"]
-        run, tagged = [], []
+        run: list = []
+        tagged: list = []
 
         def flush():
             if run:
@@ -310,7 +316,7 @@ def _compile(name, args, body, ns, what):
 _GEN = _Gen()
 
 
-def _splice(out: bytearray, regions: list) -> list:
+def _splice(out: bytearray, regions: Regions) -> list:
     """Cut ``out`` at each region's offset: [bytes, region, bytes, region, ...]."""
     if not regions:
         return [out]
@@ -373,14 +379,16 @@ class Codec:
         return self._decode(self._dec_resp, buf, pos)[0]
 
     def encode_request_body(self, obj) -> bytearray:
-        out, regions = bytearray(), []
+        out = bytearray()
+        regions: Regions = []
         self._encode(self._enc_req, obj, out, regions)
         if regions:
             raise T.ProtocolError("regions are only spliced into responses")
         return out
 
     def encode_response_body(self, obj) -> list:
-        out, regions = bytearray(), []
+        out = bytearray()
+        regions: Regions = []
         self._encode(self._enc_resp, obj, out, regions)
         return _splice(out, regions)
 
@@ -392,7 +400,7 @@ class Codec:
         out = bytearray(4)
         write_request_header(out, self.api.key, self.version, correlation_id, client_id,
                              self.request_header_version)
-        regions = []
+        regions: Regions = []
         self._encode(self._enc_req, obj, out, regions)
         if regions:
             raise T.ProtocolError("regions are only spliced into responses")
@@ -404,7 +412,7 @@ class Codec:
         order. Without regions it is a single bytearray in a list."""
         out = bytearray(4)
         write_response_header(out, correlation_id, self.response_header_version)
-        regions = []
+        regions: Regions = []
         self._encode(self._enc_resp, obj, out, regions)
         if not regions:     # most responses: one buffer, its size patched in front
             _SIZE.pack_into(out, 0, len(out) - 4)
@@ -462,7 +470,8 @@ def decode_struct(s: Struct, version: int, buf, pos: int = 0, flexible: bool = F
 
 def encode_struct(s: Struct, version: int, obj, flexible: bool = False) -> bytes:
     """The bytes of one struct (see :func:`decode_struct`)."""
-    out, regions = bytearray(), []
+    out = bytearray()
+    regions: Regions = []
     try:
         _GEN.encoder(s, version, flexible)(obj, out, regions)
     except _ENCODE_ERRORS as exc:

@@ -16,6 +16,8 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .api_versions import Advertised, ApiKey
 from .schema import APIS, Struct
 
@@ -28,7 +30,7 @@ def _get(src, name):
 
 
 def _fill(struct: Struct, version: int, src, code: int, message):
-    values = {}
+    values: dict[str, Any] = {}
     for f in struct.present_fields(version):
         if f.name == "error_code" or f.name.endswith("_error_code"):
             values[f.name] = code

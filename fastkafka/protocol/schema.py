@@ -150,7 +150,6 @@ def _make_class(struct: Struct, name: str) -> type:
         """Plain dicts and lists all the way down (records stay as they are)."""
         return {n: _plain(getattr(self, n)) for n in names}
 
-    @classmethod
     def coerce(cls, obj):
         """Our instance from a dict or any object carrying (some of) the attributes."""
         if type(obj) is cls:
@@ -164,7 +163,7 @@ def _make_class(struct: Struct, name: str) -> type:
 
     cls = type(name, (), {
         "__slots__": tuple(names), "__init__": ns["__init__"], "__repr__": __repr__,
-        "__eq__": __eq__, "__hash__": None, "to_dict": to_dict, "coerce": coerce,
+        "__eq__": __eq__, "__hash__": None, "to_dict": to_dict, "coerce": classmethod(coerce),
         "_struct": struct, "__module__": __name__,
         "__doc__": f"{name}: " + ", ".join(names),
     })
