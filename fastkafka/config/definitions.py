@@ -303,6 +303,10 @@ define("group.consumer.session.timeout.ms", INT, 45_000, at_least(1), "A KIP-848
        "silent this long is fenced and its partitions handed on.")
 define("group.consumer.heartbeat.interval.ms", INT, 5000, at_least(1), "How often KIP-848 consumer group "
        "members are told to heartbeat.")
+define("group.consumer.migration.policy", STRING, "bidirectional",
+       one_of("disabled", "upgrade", "downgrade", "bidirectional"), "Which online migrations between the "
+       "classic and the KIP-848 consumer group protocols a non-empty group may make: a consumer-protocol "
+       "member joining a classic group upgrades it, the last one leaving downgrades it.")
 define("producer.id.expiration.ms", INT, 86_400_000, at_least(1), "Forget an idempotent producer's "
        "state (epoch, last sequences) once its newest batch is this old; it may then start from any sequence.")
 define("producer.id.expiration.check.interval.ms", INT, 600_000, at_least(1),

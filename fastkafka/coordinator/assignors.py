@@ -40,17 +40,26 @@ def uniform(subscriptions: dict[str, set], partitions: dict[object, int], curren
         takers = [m for m in members if tid in subscriptions[m]]
         for m in takers:
             share[m] += n / len(takers)
-    quota = {m: math.ceil(share[m] - 1e-9) for m in members}   # 1e-9: 4/3 * 3 is not 4 in floats
+    # 1e-9: 4/3 * 3 is not 4 in floats
+    floor = {m: math.floor(share[m] + 1e-9) for m in members}
+    quota = {m: math.ceil(share[m] - 1e-9) for m in members}
+    # how many members may keep one above their floor: those extra partitions only (else with 4
+    # partitions, two members keeping 2 each would leave a third with none)
+    spare = sum(n for tid, n in partitions.items() if any(tid in subscriptions[m] for m in members)) \
+        - sum(floor.values())
     taken: set[tuple[object, int]] = set()
-    for m in members:                       # stickiness: keep what it has, up to its share
-        for tid, ps in sorted(current.get(m, {}).items(), key=lambda kv: str(kv[0])):
-            if tid not in subscriptions[m]:
-                continue
-            for p in sorted(ps):
-                if p < partitions.get(tid, 0) and load[m] < quota[m] and (tid, p) not in taken:
-                    out[m].setdefault(tid, set()).add(p)
-                    taken.add((tid, p))
-                    load[m] += 1
+    for limit in (floor, quota):            # stickiness: keep what it has, up to its share
+        for m in members:
+            for tid, ps in sorted(current.get(m, {}).items(), key=lambda kv: str(kv[0])):
+                if tid not in subscriptions[m]:
+                    continue
+                for p in sorted(ps):
+                    if p < partitions.get(tid, 0) and load[m] < limit[m] and (tid, p) not in taken and \
+                            (limit is floor or spare > 0):
+                        out[m].setdefault(tid, set()).add(p)
+                        taken.add((tid, p))
+                        load[m] += 1
+                        spare -= limit is quota
     for tid in sorted(partitions, key=str):
         takers = [m for m in members if tid in subscriptions[m]]
         if not takers:

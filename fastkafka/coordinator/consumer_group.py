@@ -14,6 +14,10 @@ both; ``resolved_regexes`` holds each regex's matching topics as last resolved o
 the members in ``changed``: those added, removed or moved here, whose target changed, or that
 a heartbeat updated.
 
+A member may speak the classic protocol (JoinGroup, SyncGroup, Heartbeat): a classic group
+converted to a consumer group keeps its members so (:mod:`.classic_members`). ``classic`` holds
+what such a member joined with; the others have None.
+
 Example::
 
     >>> g = ConsumerGroup("g")
@@ -24,13 +28,22 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .current_assignment import STABLE as MEMBER_STABLE, Reconciliation
 
-__all__ = ["ConsumerGroup", "ConsumerGroupMember", "EMPTY", "ASSIGNING", "RECONCILING", "STABLE"]
+__all__ = ["ClassicMemberMetadata", "ConsumerGroup", "ConsumerGroupMember", "EMPTY", "ASSIGNING", "RECONCILING",
+           "STABLE"]
 
 # Kafka's ConsumerGroupState names, as DescribeGroups / ListGroups answer them
 EMPTY, ASSIGNING, RECONCILING, STABLE = "Empty", "Assigning", "Reconciling", "Stable"
+
+
+class ClassicMemberMetadata(NamedTuple):
+    """What a member speaking the classic protocol joined with: its session timeout and its
+    ``(name, subscription bytes)`` protocols in preference order (Kafka's ClassicMemberMetadata)."""
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
 
 
 @dataclass
@@ -50,6 +63,12 @@ class ConsumerGroupMember:
     session_deadline: int = 0
     #: while it must revoke partitions: when it is fenced if it has not (rebalance timeout)
     revocation_deadline: int | None = None
+    #: a member speaking the classic protocol: what it joined with (None: the consumer protocol)
+    classic: ClassicMemberMetadata | None = None
+    #: a classic member told to rejoin: when it is fenced if it has not (its rebalance timeout)
+    join_deadline: int | None = None
+    #: a classic member that joined: when it is fenced if it has not synced (rebalance timeout)
+    sync_deadline: int | None = None
 
     @property
     def member_epoch(self) -> int:
@@ -70,7 +89,16 @@ class ConsumerGroupMember:
     def metadata(self) -> tuple:
         """What its ConsumerGroupMemberMetadata record holds (compared to see if it changed)."""
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
-                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor)
+                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor, self.classic)
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
+
+    @property
+    def classic_protocol_name(self) -> str:
+        """The protocol a classic member is answered with: its first (Kafka's choice too)."""
+        return self.classic.protocols[0][0]
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MEMBER_STABLE and self.member_epoch == epoch
@@ -133,6 +161,27 @@ class ConsumerGroup:
         """The server assignor most members ask for (ties: the first name), else ``default``."""
         wanted = [m.server_assignor for m in self.members.values() if m.server_assignor]
         return max(sorted(set(wanted)), key=wanted.count) if wanted else default
+
+    def supports_classic_protocols(self, protocol_type: str, names) -> bool:
+        """Whether a classic member joining with ``names`` fits (Kafka's supportsClassicProtocols):
+        the consumer protocol type, and a protocol every classic member has too."""
+        if protocol_type != "consumer" or not names:
+            return False
+        for m in self.members.values():
+            if m.classic is not None:
+                names = set(names) & {n for n, _ in m.classic.protocols}
+        return bool(names)
+
+    def all_classic_except(self, member_id: str | None) -> bool:
+        return all(m.classic is not None for mid, m in self.members.items() if mid != member_id)
+
+    def waiting_on_unreleased(self, member: ConsumerGroupMember) -> bool:
+        """Whether a partition of ``member``'s target it does not have yet is still another's."""
+        for tid, ps in self.target.get(member.member_id, {}).items():
+            have = member.assigned.get(tid, ())
+            if any(p not in have and self.partition_epoch(tid, p) != -1 for p in ps):
+                return True
+        return False
 
     def partition_epoch(self, topic_id, partition: int) -> int:
         """The epoch of the member holding the partition, -1 when it is free."""

@@ -3,14 +3,16 @@ group changes, and how a loading coordinator rebuilds its groups.
 
 A group is the set of records :func:`group_records` gives (layouts in
 :mod:`.consumer_group_formats`): its epoch, its subscribed topics' metadata, its target
-assignment epoch, and per member its metadata, its target assignment and its current
-assignment (epochs, state, partitions). A change is written as its difference from what was
-written last (``group.records``): :func:`record_changes` for the group's own records and those
-of the members that changed, :func:`changes` between two whole sets (a deleted group: every
-record tombstoned); new or changed records first, then tombstones (a member left: its three
-records), ordered as Kafka orders them (a member's records before the group's), so that
-compaction, which keeps the last record of each key, leaves the group as it last was.
-:func:`replay` rebuilds groups from a partition's records in offset order.
+assignment epoch, and per member its metadata, its target assignment and its current assignment
+(epochs, state, partitions); a member speaking the classic protocol has its session timeout and
+protocols in its metadata record's tagged field, as Kafka 3.8+ writes them. A change is written
+as its difference from what was written last (``group.records``): :func:`record_changes` for
+the group's own records and those of the members that changed, :func:`changes` between two
+whole sets (a deleted group: every record tombstoned); new or changed records first, then
+tombstones (a member left: its three records), ordered as Kafka orders them (a member's records
+before the group's), so that compaction, which keeps the last record of each key, leaves the
+group as it last was. :func:`replay` rebuilds groups from a partition's records in offset
+order.
 
 Example::
 
@@ -32,7 +34,7 @@ from typing import Iterable
 
 from .. import errors
 from .assignors import DEFAULT_ASSIGNOR
-from .consumer_group import ConsumerGroup, ConsumerGroupMember
+from .consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember
 from .consumer_group_formats import (CURRENT_MEMBER_ASSIGNMENT, GROUP_METADATA, MEMBER_METADATA,
                                      MEMBER_STATES, PARTITION_METADATA, TARGET_ASSIGNMENT_MEMBER,
                                      TARGET_ASSIGNMENT_METADATA, consumer_group_key,
@@ -92,7 +94,8 @@ def _member_records(group: ConsumerGroup, mid: str) -> dict[bytes, bytes | None]
             "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
             "client_host": m.client_host, "subscribed_topic_names": list(m.subscribed_topic_names),
             "subscribed_topic_regex": m.subscribed_topic_regex,
-            "rebalance_timeout_ms": m.rebalance_timeout_ms, "server_assignor": m.server_assignor}),
+            "rebalance_timeout_ms": m.rebalance_timeout_ms, "server_assignor": m.server_assignor,
+            "classic_member_metadata": _classic_value(m.classic)}),
         consumer_group_key(TARGET_ASSIGNMENT_MEMBER, gid, mid): None if target is None else encode_value(
             TARGET_ASSIGNMENT_MEMBER, {"topic_partitions": _topic_partitions(target)}),
         consumer_group_key(CURRENT_MEMBER_ASSIGNMENT, gid, mid): None if m is None else encode_value(
@@ -101,6 +104,14 @@ def _member_records(group: ConsumerGroup, mid: str) -> dict[bytes, bytes | None]
                 "state": MEMBER_STATES[m.state], "assigned_partitions": _topic_partitions(m.assigned),
                 "partitions_pending_revocation": _topic_partitions(m.pending_revocation)}),
     }
+
+
+def _classic_value(classic: ClassicMemberMetadata | None) -> dict | None:
+    """A classic member's metadata, in the tagged field Kafka 3.8+ writes it to."""
+    if classic is None:
+        return None
+    return {"session_timeout_ms": classic.session_timeout_ms,
+            "supported_protocols": [{"name": n, "metadata": meta} for n, meta in classic.protocols]}
 
 
 def _tombstone_order(key: bytes) -> int:
@@ -166,6 +177,10 @@ def _rebuild(gid: str, recs: dict[bytes, bytes]) -> ConsumerGroup | None:
         m = ConsumerGroupMember(mid, v.instance_id, v.rack_id, v.client_id, v.client_host,
                                 v.rebalance_timeout_ms, tuple(sorted(v.subscribed_topic_names)),
                                 v.subscribed_topic_regex or None, v.server_assignor)
+        c = v.classic_member_metadata
+        if c is not None:
+            m.classic = ClassicMemberMetadata(c.session_timeout_ms, tuple(
+                (p.name, bytes(p.metadata)) for p in c.supported_protocols))
         c = current.get(mid)
         if c is not None:
             m.previous_member_epoch = c.previous_member_epoch

@@ -3,11 +3,13 @@ ConsumerGroupDescribe, and the checks OffsetCommit / OffsetFetch make against me
 
 A mixin of :class:`~fastkafka.coordinator.coordinator.GroupCoordinator` (its lock, clock,
 ``_check_available``); the classic protocol's groups stay in the metadata manager beside these,
-one group id being one or the other. As Kafka: a heartbeat naming a classic group that has
-members gets GROUP_ID_NOT_FOUND (an empty classic group is taken over, its committed offsets
-kept); a classic JoinGroup naming a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL
-(an empty one gives way). Members of a consumer group are never classic members (Kafka's
-online migration between the protocols is not done here).
+one group id being one or the other (its committed offsets stay with the manager's group either
+way). As Kafka: a heartbeat joining a classic group takes it over: an empty one at once, one with
+members by Kafka's online upgrade when ``group.consumer.migration.policy`` allows it (else
+GROUP_ID_NOT_FOUND); a classic JoinGroup naming a consumer group with members joins it as a
+member that keeps speaking the classic protocol (an empty consumer group gives way); and a
+consumer group left with classic members only is downgraded back when the policy allows it.
+That migration, and the classic requests a consumer group answers, are :mod:`.classic_members`'.
 
 A heartbeat is answered at once. Epochs: 0 joins (a known member id joining again starts over),
 -1 leaves, -2 is a static member leaving for a while (it keeps its partitions for its session);
@@ -174,18 +176,8 @@ class ConsumerGroupHeartbeats:
             member.server_assignor = assignor
         member.client_id, member.client_host = client_id, client_host
         member.session_deadline = now + self.consumer_session_timeout_ms
-        if member.metadata() != metadata_before:
-            group.changed.add(member.member_id)
-        group.add_member(member)
-        metadata = self._subscription_metadata(group, now)
-        if changed or metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            group.group_epoch += 1
-            log.info("consumer group %s: epoch %d (member %s)", group_id, group.group_epoch, member.member_id)
-        if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group)
         try:
-            self._reconcile(group, member, owned, now)
+            self._advance(group, member, changed or member.metadata() != metadata_before, changed, owned, now)
         except errors.KafkaError as e:
             return HeartbeatResult(e.code, str(e))
         full = epoch == 0 or (rebalance_timeout_ms != -1 and names is not None and owned is not None)
@@ -193,13 +185,33 @@ class ConsumerGroupHeartbeats:
                                self.consumer_heartbeat_interval_ms,
                                member.assigned if full or member.assigned != before else None)
 
+    def _advance(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: bool, resubscribed: bool,
+                 owned, now: int) -> None:
+        """``member`` (new, or ``updated`` by its request) in the group; the group epoch bumped
+        when it ``resubscribed`` or a subscribed topic changed, the target assignment computed
+        anew for a bumped epoch, and the member moved on toward its target (raises
+        FENCED_MEMBER_EPOCH for a member that lost track). A heartbeat or a classic JoinGroup."""
+        if updated:
+            group.changed.add(member.member_id)
+        group.add_member(member)
+        metadata = self._subscription_metadata(group, now)
+        if resubscribed or metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            group.group_epoch += 1
+            log.info("consumer group %s: epoch %d (member %s)", group.group_id, group.group_epoch,
+                     member.member_id)
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        self._reconcile(group, member, owned, now)
+
     def _consumer_group_for(self, group_id: str, create: bool) -> ConsumerGroup:
-        group = self.consumer_groups.get(group_id)
+        group = self._live_consumer_group(group_id)
         if group is not None:
-            self._expire_consumer_group(group, self.clock())     # due deadlines first
             return group
-        classic = self.manager.get(group_id)
+        classic = self._group(group_id)
         if classic is not None and not classic.is_(DEAD) and not classic.is_(CLASSIC_EMPTY):
+            if create:      # a consumer-protocol member joins a classic group: Kafka's online upgrade
+                return self._upgrade(classic)
             raise E.GroupIdNotFoundError(f"group {group_id} is not a consumer group")
         if not create:
             # a group this coordinator does not know (deleted meanwhile): the member rejoins
@@ -289,6 +301,7 @@ class ConsumerGroupHeartbeats:
         else:
             log.info("member %s left consumer group %s", member_id, group_id)
             self._fence(group, member)
+            self._maybe_downgrade(group)
         return HeartbeatResult(NONE, None, member_id, epoch, 0, None)
 
     def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -334,7 +347,8 @@ class ConsumerGroupHeartbeats:
         now = self.clock()
         for gid, group in groups.items():
             for m in group.members.values():
-                m.session_deadline = now + self.consumer_session_timeout_ms
+                m.session_deadline = now + (self.consumer_session_timeout_ms if m.classic is None
+                                            else m.classic.session_timeout_ms)
                 if m.state == UNREVOKED_PARTITIONS:
                     m.revocation_deadline = now + max(m.rebalance_timeout_ms, 0)
             self.consumer_groups[gid] = group
@@ -342,18 +356,16 @@ class ConsumerGroupHeartbeats:
 
     # --- timers, called under the lock from the coordinator's tick and group lookups ---
     def _expire_consumer_group(self, group: ConsumerGroup, now: int) -> None:
+        """Fence the members whose deadlines passed (session; revocation; for a classic member,
+        rejoining or syncing); the group may be downgraded to a classic group then."""
         fenced = False
         for m in list(group.members.values()):
-            if m.session_deadline <= now:
-                log.info("member %s of consumer group %s: session timed out", m.member_id, group.group_id)
+            why = _overdue(m, now)
+            if why:
+                log.info("member %s of consumer group %s %s", m.member_id, group.group_id, why)
                 self._fence(group, m)
                 fenced = True
-            elif m.revocation_deadline is not None and m.revocation_deadline <= now \
-                    and m.state == UNREVOKED_PARTITIONS:
-                log.info("member %s of consumer group %s did not revoke in time", m.member_id, group.group_id)
-                self._fence(group, m)
-                fenced = True
-        if fenced:
+        if fenced and not self._maybe_downgrade(group):
             self._store_consumer_group(group, lambda code: code and log.warning(
                 "cannot store consumer group %s: error %d", group.group_id, code))
 
@@ -367,11 +379,18 @@ class ConsumerGroupHeartbeats:
         code = self._check_available(group_id)
         if code:
             return read(code, None)
-        group = self.consumer_groups.get(group_id)
+        group = self._live_consumer_group(group_id)
         if group is None:
             return read(E.GroupIdNotFoundError.code, None)
-        self._expire_consumer_group(group, self.clock())
         return read(NONE, group)
+
+    def _live_consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group ``group_id`` with its due deadlines applied first (None: there is
+        none, or it has just been downgraded to a classic group)."""
+        group = self.consumer_groups.get(group_id)
+        if group is not None:
+            self._expire_consumer_group(group, self.clock())
+        return self.consumer_groups.get(group_id)
 
     # --- offsets: Kafka's ConsumerGroup.validateOffsetCommit / validateOffsetFetch ---
     def _consumer_offsets_error(self, group: ConsumerGroup, member_id: str | None, epoch: int,
@@ -381,6 +400,8 @@ class ConsumerGroupHeartbeats:
         member = group.members.get(member_id or "")
         if member is None:
             return E.UnknownMemberIdError.code
+        if member.classic is not None:      # a classic member commits with its generation
+            return NONE if epoch == member.member_epoch else E.IllegalGenerationError.code
         if commit and api_version < 9:     # v9 is the first that knows member epochs
             return E.UnsupportedVersionError.code
         return NONE if epoch == member.member_epoch else E.StaleMemberEpochError.code
@@ -423,6 +444,19 @@ def _validate(group_id, member_id, epoch, instance_id, rack_id, rebalance_timeou
     if assignor is not None and assignor not in ASSIGNORS:
         raise E.UnsupportedAssignorError(f"ServerAssignor {assignor} is not supported. Supported "
                                          f"assignors: {', '.join(ASSIGNORS)}.")
+
+
+def _overdue(m: ConsumerGroupMember, now: int) -> str | None:
+    """Why ``m`` is fenced at ``now``, None while it is not."""
+    if m.session_deadline <= now:
+        return "timed out (session)"
+    if m.revocation_deadline is not None and m.revocation_deadline <= now and m.state == UNREVOKED_PARTITIONS:
+        return "did not revoke in time"
+    if m.join_deadline is not None and m.join_deadline <= now:
+        return "did not rejoin in time (classic protocol)"
+    if m.sync_deadline is not None and m.sync_deadline <= now:
+        return "did not sync in time (classic protocol)"
+    return None
 
 
 def _apply(records: dict, changed) -> None:

@@ -41,6 +41,7 @@ import uuid
 from typing import Callable
 
 from .. import errors
+from .classic_members import MIGRATION_POLICIES, ClassicMembers
 from .consumer_groups import ConsumerGroupHeartbeats
 from .group_admin import GroupAdmin
 from .group_offsets import GroupOffsets
@@ -61,15 +62,17 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
+class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats, ClassicMembers):
     """Membership, generations and offsets of every group this broker coordinates (classic
-    groups here, KIP-848 consumer groups in :mod:`.consumer_groups`)."""
+    groups here, KIP-848 consumer groups in :mod:`.consumer_groups`, the classic requests of a
+    consumer group's members and the moves between the two in :mod:`.classic_members`)."""
 
     def __init__(self, manager: GroupMetadataManager, *, clock: Callable[[], int] = wall_clock_ms,
                  min_session_timeout_ms: int = 6000, max_session_timeout_ms: int = 1_800_000,
                  initial_rebalance_delay_ms: int = 3000,
                  offsets_retention_check_interval_ms: int = 600_000,
-                 consumer_session_timeout_ms: int = 45_000, consumer_heartbeat_interval_ms: int = 5000):
+                 consumer_session_timeout_ms: int = 45_000, consumer_heartbeat_interval_ms: int = 5000,
+                 consumer_migration_policy: str = "bidirectional"):
         self.manager = manager
         self.clock = clock
         self.min_session_timeout_ms = min_session_timeout_ms
@@ -82,6 +85,10 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
         self._outbox: list[tuple[Callable, object]] = []
         self.active = True
         self.init_consumer_groups(consumer_session_timeout_ms, consumer_heartbeat_interval_ms)
+        if consumer_migration_policy not in MIGRATION_POLICIES:
+            raise ValueError(f"group.consumer.migration.policy: {consumer_migration_policy!r}")
+        #: group.consumer.migration.policy: which way a group with members may change protocol
+        self.migration_policy = consumer_migration_policy
         #: cluster mode: the error the groups of a ``__consumer_offsets`` partition get here — 0
         #: when this broker leads it (and coordinates them), NOT_COORDINATOR when another does,
         #: COORDINATOR_LOAD_IN_PROGRESS while it becomes leader, COORDINATOR_NOT_AVAILABLE while
@@ -112,7 +119,8 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
                  initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
                  offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
                  consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
-                 consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"])
+                 consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+                 consumer_migration_policy=config["group.consumer.migration.policy"])
         if load:
             gc.load_all()
         return gc
@@ -218,10 +226,12 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
             return fail(code)
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             return fail(E.InvalidSessionTimeoutError.code)
-        consumer_group = self.consumer_groups.get(group_id)
+        consumer_group = self._live_consumer_group(group_id)
         if consumer_group is not None:
-            if consumer_group.members:     # no classic members in a consumer group here
-                return fail(E.InconsistentGroupProtocolError.code)
+            if consumer_group.members:     # the consumer group answers for its classic members
+                return self._classic_join_consumer_group(
+                    consumer_group, member_id, instance_id, client_id, client_host, session_timeout_ms,
+                    rebalance_timeout_ms, protocol_type, protocols, callback, require_known)
             self._drop_consumer_group(group_id)        # an empty one gives way, as in Kafka
         now = self.clock()
         group = self._group(group_id)
@@ -423,6 +433,10 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
 
     def _sync(self, group_id, generation_id, member_id, instance_id, assignments, callback,
               protocol_type=None, protocol_name=None):
+        consumer_group = None if self._check_available(group_id) else self._live_consumer_group(group_id)
+        if consumer_group is not None:
+            return self._classic_sync_consumer_group(consumer_group, generation_id, member_id, instance_id,
+                                                     protocol_type, protocol_name, callback)
         code = self._check_available(group_id) or self._check_member(
             group_id, member_id, instance_id, generation_id)
         group = self._group(group_id)
@@ -492,6 +506,9 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
         return self._locked(self._heartbeat, group_id, generation_id, member_id, group_instance_id)
 
     def _heartbeat(self, group_id, generation_id, member_id, instance_id):
+        consumer_group = None if self._check_available(group_id) else self._live_consumer_group(group_id)
+        if consumer_group is not None:
+            return self._classic_heartbeat_consumer_group(consumer_group, generation_id, member_id, instance_id)
         code = self._check_available(group_id) or self._check_member(
             group_id, member_id, instance_id, generation_id)
         group = self._group(group_id)
@@ -526,6 +543,9 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats):
         code = self._check_available(group_id)
         if code:
             return code, []
+        consumer_group = self._live_consumer_group(group_id)
+        if consumer_group is not None:
+            return NONE, self._classic_leave_consumer_group(consumer_group, members)
         group = self._group(group_id)
         if group is None:
             return NONE, [E.UnknownMemberIdError.code] * len(members)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .. import errors
 from .group import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY, STABLE
+from .group_conversion import classic_assignment
 from .results import GroupSummary, MemberSummary
 
 __all__ = ["GroupAdmin"]
@@ -53,8 +54,13 @@ class GroupAdmin:
         code = self._check_available(group_id)
         consumer_group = None if code else self.consumer_groups.get(group_id)
         if consumer_group is not None:
-            # a KIP-848 group in DescribeGroups' terms: its members without classic metadata
+            # a KIP-848 group in DescribeGroups' terms: a member speaking the classic protocol
+            # with its subscription and assignment as it gets them, the others without
+            names = self._topic_names(consumer_group)
             members = [MemberSummary(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
+                       if m.classic is None else
+                       MemberSummary(m.member_id, m.instance_id, m.client_id, m.client_host, m.classic.protocols[0][1],
+                                     classic_assignment(m.assigned, m.classic.protocols[0][1], names))
                        for m in consumer_group.members.values()]
             return GroupSummary(NONE, group_id, consumer_group.state, CONSUMER_PROTOCOL_TYPE,
                                 consumer_group.assignor_name, members)

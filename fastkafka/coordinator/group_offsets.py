@@ -41,9 +41,8 @@ class GroupOffsets:
     def _commit(self, group_id, member_id, generation_id, offsets, instance_id, callback, api_version=9):
         done = self._answer_later(callback)
         code = self._check_available(group_id) if group_id else E.InvalidGroupIdError.code
-        consumer_group = None if code else self.consumer_groups.get(group_id)
+        consumer_group = None if code else self._live_consumer_group(group_id)
         if consumer_group is not None:        # KIP-848: the generation is the member epoch
-            self._expire_consumer_group(consumer_group, self.clock())
             code = self._consumer_offsets_error(consumer_group, member_id, generation_id, commit=True,
                                                 api_version=api_version)
             if not code:

@@ -21,8 +21,8 @@ from .codec import decode_struct, encode_struct
 from .schema import parse_struct
 from .types import ProtocolError
 
-__all__ = ["SUBSCRIPTION", "ASSIGNMENT", "encode_subscription", "decode_subscription",
-           "encode_assignment", "decode_assignment"]
+__all__ = ["SUBSCRIPTION", "ASSIGNMENT", "encode_subscription", "decode_subscription", "read_subscription",
+           "protocol_version", "encode_assignment", "decode_assignment"]
 
 SUBSCRIPTION = parse_struct("ConsumerProtocolSubscription", """
     topics                   []string
@@ -65,13 +65,28 @@ def decode_subscription(buf) -> list[str]:
     return sorted(_read_versioned(SUBSCRIPTION, SUBSCRIPTION_MAX_VERSION, buf).topics)
 
 
-def encode_assignment(tps: Iterable[tuple[str, int]]) -> bytes:
-    """Version 0 bytes assigning the ``(topic, partition)`` pairs, no user data."""
+def read_subscription(buf):
+    """The whole subscription struct (topics, owned partitions, rack...; fields a version lacks
+    have their defaults)."""
+    return _read_versioned(SUBSCRIPTION, SUBSCRIPTION_MAX_VERSION, buf)
+
+
+def protocol_version(buf) -> int:
+    """The version a subscription or assignment is written in."""
+    if len(buf) < 2:
+        raise ProtocolError(f"{len(buf)} bytes, no version")
+    return _VERSION.unpack_from(buf, 0)[0]
+
+
+def encode_assignment(tps: Iterable[tuple[str, int]], version: int = 0) -> bytes:
+    """Bytes assigning the ``(topic, partition)`` pairs, no user data, in ``version`` (Kafka
+    answers a member in the version of its subscription; every version has the same fields)."""
     by_topic: dict[str, list[int]] = {}
     for t, p in tps:
         by_topic.setdefault(t, []).append(p)
     parts = [{"topic": t, "partitions": sorted(by_topic[t])} for t in sorted(by_topic)]
-    return _VERSION.pack(0) + encode_struct(ASSIGNMENT, 0, {"assigned_partitions": parts})
+    version = max(0, min(version, ASSIGNMENT_MAX_VERSION))
+    return _VERSION.pack(version) + encode_struct(ASSIGNMENT, version, {"assigned_partitions": parts})
 
 
 def decode_assignment(buf) -> set[tuple[str, int]]:
