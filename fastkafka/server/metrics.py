@@ -45,7 +45,8 @@ lower case, ``_total`` on counters, times in seconds instead of ms); the mapping
 * ``kafka_server_fetchsessioncache_numincrementalfetchsessions`` -- FetchSessionCache NumIncrementalFetchSessions
 * ``kafka_server_fetchsessioncache_numincrementalfetchpartitionscached`` -- NumIncrementalFetchPartitionsCached
 * ``kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total`` -- IncrementalFetchSessionEvictionsPerSec
-* ``kafka_consumergroup_lag{group,topic,partition}`` -- none in Kafka: kafka_exporter's name; log end - committed
+* ``kafka_consumergroup_lag{group,topic,partition}`` -- none in Kafka: kafka_exporter's name; high watermark -
+  committed, reported by the group's coordinator for the partitions it holds a replica of
 
 The request-time histograms share :data:`TIME_BUCKETS`. A request whose connection closes before
 its response has left is not timed.

@@ -179,8 +179,10 @@ class _BrokerCollector:
                                 "Partitions without a leader (reported by the active controller).", value=offline)
 
     def _lag(self):
-        fam = GaugeMetricFamily("kafka_consumergroup_lag", "Log end offset minus the group's committed offset, "
-                                "for partitions this broker holds.", labels=["group", "topic", "partition"])
+        # the high watermark, as kafka_exporter's latest offset: what a consumer can read
+        fam = GaugeMetricFamily("kafka_consumergroup_lag", "High watermark minus the group's committed offset, "
+                                "for partitions with a replica on the group's coordinator.",
+                                labels=["group", "topic", "partition"])
         svc, topics = self._broker.coordination, self._broker.topics
         if svc is not None and topics is not None:
             code, groups = svc.groups.list_groups()
@@ -188,7 +190,7 @@ class _BrokerCollector:
                 code, offsets = svc.groups.fetch_offsets(group_id, None)
                 for (t, p), committed in offsets.items() if code == 0 else ():
                     try:
-                        end = topics.log(t, p).log_end_offset
+                        end = topics.log(t, p).high_watermark
                     except Exception:       # not on this broker (or deleted): another broker reports it
                         continue
                     if committed is not None:
