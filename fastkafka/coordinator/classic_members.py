@@ -19,8 +19,9 @@ a group with members may move:
   fenced, and so is one that joined and does not sync. A new member gets a partition only once
   its classic holder has rejoined without it.
 - Downgrade: when a member leaves (or is fenced) and only classic members remain, the group
-  becomes a classic group again (its consumer group records tombstoned, its classic record
-  written) and a rebalance starts, which the members join as in any classic group.
+  becomes a classic group again, at the group epoch as generation (its consumer group records
+  tombstoned, its classic record written) and a rebalance starts, which the members join as in
+  any classic group.
 
 Kafka also caps a converted group's size (``group.consumer.max.size``, ``group.max.size``);
 fastkafka has no such limits, so none is checked.
@@ -102,15 +103,18 @@ class ClassicMembers:
                  group.group_epoch, len(group.members))
         return group
 
-    def _maybe_downgrade(self, group: ConsumerGroup) -> bool:
-        """After a member left or was fenced: a group left with classic members only becomes a
-        classic group, which rebalances (Kafka's convertToClassicGroup). Whether it did."""
-        if not group.members or not group.all_classic_except(None) or \
+    def _maybe_downgrade(self, group: ConsumerGroup, leaving: ConsumerGroupMember) -> bool:
+        """``leaving`` leaves or is fenced: if only classic members remain, the group becomes a
+        classic group without it, at the group epoch the others are at (so their commits while
+        they revoke still count), and rebalances (Kafka's convertToClassicGroup). Whether it did;
+        if not, the caller fences the member."""
+        if len(group.members) <= 1 or not group.all_classic_except(leaving.member_id) or \
                 self.migration_policy not in ("downgrade", "bidirectional"):
             return False
         gid, now = group.group_id, self.clock()
         tombstones = changes(group.records, {})
         del self.consumer_groups[gid]
+        group.remove_member(leaving.member_id)
         classic = to_classic_group(group, self._topic_names(group), self.manager.get_or_create(gid), now)
         for cm in classic.members.values():
             cm.heartbeat_deadline = now + cm.session_timeout_ms

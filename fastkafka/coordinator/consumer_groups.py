@@ -300,8 +300,8 @@ class ConsumerGroupHeartbeats:
                                                    member.assigned, {}))
         else:
             log.info("member %s left consumer group %s", member_id, group_id)
-            self._fence(group, member)
-            self._maybe_downgrade(group)
+            if not self._maybe_downgrade(group, member):
+                self._fence(group, member)
         return HeartbeatResult(NONE, None, member_id, epoch, 0, None)
 
     def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -363,9 +363,11 @@ class ConsumerGroupHeartbeats:
             why = _overdue(m, now)
             if why:
                 log.info("member %s of consumer group %s %s", m.member_id, group.group_id, why)
+                if self._maybe_downgrade(group, m):
+                    return
                 self._fence(group, m)
                 fenced = True
-        if fenced and not self._maybe_downgrade(group):
+        if fenced:
             self._store_consumer_group(group, lambda code: code and log.warning(
                 "cannot store consumer group %s: error %d", group.group_id, code))
 
