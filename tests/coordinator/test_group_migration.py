@@ -179,3 +179,25 @@ def test_a_classic_member_joins_a_consumer_group_and_leaves_it():
         (0, [0, E.UnknownMemberIdError.code])        # m speaks the consumer protocol
     assert set(h.gc.consumer_groups["g"].members) == {"m"}
     assert r.error == 0
+
+
+def test_a_consumer_member_that_times_out_leaves_a_classic_group_behind():
+    h = Harness(consumer_session_timeout_ms=20_000)
+    (a, b), gen = h.classic_group()
+    h.gc.consumer_group_heartbeat("g", "new", 0, rebalance_timeout_ms=10_000, subscribed_topic_names=["t"],
+                                  owned=[])
+    for m in (a, b):              # the classic members rejoin and stay alive; "new" falls silent
+        assert h.gc.heartbeat("g", gen, m) == REBALANCE
+        j = h.join(m)[0]
+        assert h.sync(m, j.generation_id).error == 0
+    for _ in range(3):
+        h.now += 8_000
+        h.gc.tick()
+        if "g" in h.gc.consumer_groups:
+            assert all(h.gc.heartbeat("g", j.generation_id, m) in (0, REBALANCE) for m in (a, b))
+    assert "g" not in h.gc.consumer_groups
+    classic = h.gc.manager.get("g")
+    assert classic.state == "PreparingRebalance" and set(classic.members) == {a, b}
+    assert classic.generation_id == j.generation_id      # their commits while revoking still count
+    assert h.gc.commit_offsets("g", a, j.generation_id, {("t", 0): OffsetAndMetadata(3, "", 0)},
+                               api_version=7) == {("t", 0): 0}
