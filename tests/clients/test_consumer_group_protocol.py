@@ -6,22 +6,19 @@ classic consumer may join a consumer group: tests/clients/test_group_migration_c
 migration); and ConsumerGroupDescribe answers raw clients and the AdminClient."""
 import os
 import sys
-import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
 from brokers import running_broker  # noqa: E402
+from group_members import PARTITIONS, Member, create_topic, poll_until, produce, values  # noqa: E402
 from raw_client import RawClient  # noqa: E402
 
 from fastkafka.protocol import ApiKey  # noqa: E402
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
-
-PARTITIONS = 4
 
 
 @pytest.fixture
@@ -32,73 +29,6 @@ def broker(tmp_path):
         yield b
 
 
-def create_topic(broker, name):
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})    # alive until the future resolves
-    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(10)
-
-
-def produce(broker, topic, values, partitions=PARTITIONS):
-    """``values`` spread round-robin over the topic's ``partitions``."""
-    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-    for i, v in enumerate(values):
-        p.produce(topic, v, partition=i % partitions)
-    assert p.flush(10) == 0
-
-
-class Member:
-    """A consumer-protocol consumer that commits what it consumed when partitions are revoked,
-    and records which partitions it owns (checked against the others' on every assignment)."""
-
-    def __init__(self, broker, group, topic, owners, assignor="uniform", protocol="consumer"):
-        conf = {"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": protocol,
-                "auto.offset.reset": "earliest", "enable.auto.commit": False, "fetch.wait.max.ms": 100}
-        if protocol == "consumer":
-            conf["group.remote.assignor"] = assignor
-        self.c = Consumer(conf)
-        self.owned: set[int] = set()
-        self.owners = owners             # partition -> this member, shared by the members of a test
-        self.seen: list[bytes] = []
-        self.positions: dict[int, int] = {}
-        self.c.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked)
-
-    def _assigned(self, consumer, partitions):
-        for tp in partitions:
-            holder = self.owners.get(tp.partition)
-            assert holder is None, f"partition {tp.partition} assigned while {holder} still owns it"
-            self.owners[tp.partition] = self
-            self.owned.add(tp.partition)
-
-    def _revoked(self, consumer, partitions):
-        done = [TopicPartition(tp.topic, tp.partition, self.positions[tp.partition])
-                for tp in partitions if tp.partition in self.positions]
-        if done:
-            consumer.commit(offsets=done, asynchronous=False)
-        for tp in partitions:
-            self.owned.discard(tp.partition)
-            if self.owners.get(tp.partition) is self:
-                del self.owners[tp.partition]
-
-    def poll(self, timeout=0.05):
-        m = self.c.poll(timeout)
-        if m is not None:
-            assert m.error() is None, m.error()
-            assert m.partition() in self.owned, f"a record of partition {m.partition()} it does not own"
-            self.seen.append(m.value())
-            self.positions[m.partition()] = m.offset() + 1
-
-
-def poll_until(members, done, timeout=45):
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, [(sorted(m.owned), len(m.seen)) for m in members]
-        for m in members:
-            m.poll()
-
-
-def values(prefix, n):
-    return [f"{prefix}-{i}".encode() for i in range(n)]
-
-
 @pytest.mark.parametrize("assignor", ["uniform", "range"])
 def test_members_split_partitions_and_hand_them_over_without_loss_or_duplicates(broker, assignor):
     topic, group = f"kip848-{assignor}", f"g-{uuid.uuid4().hex[:6]}"
@@ -106,11 +36,11 @@ def test_members_split_partitions_and_hand_them_over_without_loss_or_duplicates(
     first = values("a", 40)
     produce(broker, topic, first)
     owners = {}
-    a = Member(broker, group, topic, owners, assignor)
+    a = Member(broker, group, topic, owners, assignor=assignor)
     # one member: every partition; it reads half the records and commits nothing yet
     poll_until([a], lambda: len(a.owned) == PARTITIONS and len(a.seen) >= 20)
 
-    b = Member(broker, group, topic, owners, assignor)
+    b = Member(broker, group, topic, owners, assignor=assignor)
     poll_until([a, b], lambda: len(a.owned) == len(b.owned) == PARTITIONS // 2)
     assert a.owned.isdisjoint(b.owned)
     second = values("b", 40)

@@ -8,100 +8,19 @@ own everything. With ``group.consumer.migration.policy=disabled`` the joining me
 GROUP_ID_NOT_FOUND, as from Kafka."""
 import os
 import sys
-import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
 from brokers import running_broker  # noqa: E402
+from group_members import PARTITIONS, Member, create_topic, owned_once, poll_until, produce, values  # noqa: E402
 from raw_client import RawClient  # noqa: E402
 
 from fastkafka.protocol import ApiKey  # noqa: E402
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(150)]
-
-PARTITIONS = 4
-
-
-def create_topic(broker, name):
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(10)
-
-
-def produce(broker, topic, values):
-    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-    for i, v in enumerate(values):
-        p.produce(topic, v, partition=i % PARTITIONS)
-    assert p.flush(10) == 0
-
-
-def values(prefix, n):
-    return [f"{prefix}-{i}".encode() for i in range(n)]
-
-
-class Member:
-    """A consumer that commits what it read when partitions are revoked, and records which
-    partitions it owns in ``owners`` (shared by the test's members: a partition assigned while
-    another member still owns it fails the test)."""
-
-    def __init__(self, broker, group, topic, owners, protocol):
-        conf = {"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": protocol,
-                "auto.offset.reset": "earliest", "enable.auto.commit": False, "fetch.wait.max.ms": 100}
-        if protocol == "classic":
-            conf.update({"partition.assignment.strategy": "range", "session.timeout.ms": 6000,
-                         "heartbeat.interval.ms": 300})
-        self.protocol = protocol
-        self.c = Consumer(conf)
-        self.owned: set[int] = set()
-        self.owners = owners
-        self.seen: list[bytes] = []
-        self.positions: dict[int, int] = {}
-        self.c.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked)
-
-    def _assigned(self, consumer, partitions):
-        for tp in partitions:
-            holder = self.owners.get(tp.partition)
-            assert holder is None or holder is self, f"partition {tp.partition} assigned while {holder} owns it"
-            self.owners[tp.partition] = self
-            self.owned.add(tp.partition)
-
-    def _revoked(self, consumer, partitions):
-        done = [TopicPartition(tp.topic, tp.partition, self.positions[tp.partition])
-                for tp in partitions if tp.partition in self.positions]
-        if done:
-            consumer.commit(offsets=done, asynchronous=False)
-        for tp in partitions:
-            self.owned.discard(tp.partition)
-            if self.owners.get(tp.partition) is self:
-                del self.owners[tp.partition]
-
-    def poll(self, timeout=0.05):
-        m = self.c.poll(timeout)
-        if m is not None:
-            assert m.error() is None, m.error()
-            assert m.partition() in self.owned, f"a record of partition {m.partition()} it does not own"
-            self.seen.append(m.value())
-            self.positions[m.partition()] = m.offset() + 1
-
-    def __repr__(self):
-        return f"Member({self.protocol}, owns {sorted(self.owned)})"
-
-
-def poll_until(members, done, timeout=60):
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, [(m, len(m.seen)) for m in members]
-        for m in members:
-            m.poll()
-
-
-def owned_once(members):
-    """Every partition owned, by exactly one member."""
-    owned = [p for m in members for p in m.owned]
-    return sorted(owned) == list(range(PARTITIONS))
 
 
 @pytest.fixture
