@@ -12,6 +12,10 @@ done holding the GIL (a quarter of the network thread's GIL time at 1 MiB reques
 finding frame starts at the beginning of a read, a read never goes past the end of the frame the
 decoder is in the middle of.
 
+TLS: the connection's :class:`~fastkafka.server.tls_transport.TlsTransport` stands in for the
+socket (``recv_into``, and ``write``/``flush`` for :class:`Send`); ``sock`` stays the plain socket
+the selector watches.
+
 Muting: while a request is in flight the connection neither reads nor starts the next
 buffered frame, so responses leave in request order even when the client pipelines.
 
@@ -28,6 +32,7 @@ from fastkafka._core.transfer import frame_buffer
 from fastkafka.protocol import FrameDecoder, FramingError
 
 from .send import Send
+from .tls_transport import TlsTransport
 
 __all__ = ["Connection", "FrameError", "SCRATCH_BYTES"]
 
@@ -45,17 +50,18 @@ class Connection:
     __slots__ = ("id", "sock", "fd", "peer", "listener", "frames", "_decoder",
                  "muted", "send", "closed", "last_active", "events", "_max_frame", "_body", "_have",
                  "inline_response", "tls", "handshaking", "session", "close_after_send", "unmute_at",
-                 "response_sent", "waiting")
+                 "response_sent", "waiting", "_recv_into")
 
     def __init__(self, conn_id: str, sock: socket.socket, peer, listener: str, max_frame: int,
-                 tls: bool = False):
+                 tls: TlsTransport | None = None):
         self.id = conn_id
-        self.sock = sock            # an ssl.SSLSocket when tls
+        self.sock = sock            # the plain socket, TLS or not: what the selector watches
         self.fd = sock.fileno()
         self.peer = peer
         self.listener = listener
         self.tls = tls
-        self.handshaking = tls      # the TLS handshake runs before any frame is read
+        self._recv_into = sock.recv_into if tls is None else tls.recv_into
+        self.handshaking = tls is not None   # the TLS handshake runs before any frame is read
         self.session = None         # listener_security.Session, set once the connection is ready
         self.close_after_send: float | None = None  # seconds: the response going out is the last
         self.unmute_at: float | None = None  # monotonic time a throttled connection reads again
@@ -80,17 +86,23 @@ class Connection:
         """Receive what the socket has through ``scratch`` (the processor's buffer, free again
         when this returns); False on EOF. Raises FrameError, OSError.
 
-        TLS may hold decrypted bytes the selector cannot see (``pending``): they are read too."""
+        TLS holds what it received beyond the frame the decoder is in (``buffered``), out of the
+        selector's sight: it is all read now, into frames."""
         ok = self._read_once(scratch)
-        while ok and self.tls and self.sock.pending():
-            ok = self._read_once(scratch)
+        tls = self.tls
+        if tls is not None:
+            try:
+                while ok and tls.buffered():
+                    ok = self._read_once(scratch)
+            except BlockingIOError:     # what is left is part of a record whose rest is on its way
+                pass
         return ok
 
     def _read_once(self, scratch: memoryview) -> bool:
         self.last_active = time.monotonic()
         body = self._body
         if body is not None:
-            n = self.sock.recv_into(body[self._have:])
+            n = self._recv_into(body[self._have:])
             if n == 0:
                 return False
             self._have += n
@@ -101,7 +113,7 @@ class Connection:
         decoder = self._decoder
         pending = decoder.pending
         room = len(scratch)
-        n = self.sock.recv_into(scratch, min(decoder.wanted(), room) if pending else room)
+        n = self._recv_into(scratch, min(decoder.wanted(), room) if pending else room)
         if n == 0:
             return False
         if not pending and n >= 4:
@@ -119,7 +131,7 @@ class Connection:
     def write(self) -> bool:
         """Continue the current response; True once it is fully sent."""
         self.last_active = time.monotonic()
-        done = self.send.write_tls_to(self.sock) if self.tls else self.send.write_to(self.sock)
+        done = self.send.write_to(self.sock) if self.tls is None else self.send.write_tls_to(self.tls)
         if done:
             self.send = None
         return done
@@ -134,6 +146,9 @@ class Connection:
         self.frames.clear()
         self._body = None
         try:
-            self.sock.close()
+            if self.tls is not None:
+                self.tls.close()    # close_notify, then the socket
+            else:
+                self.sock.close()
         except OSError:
             pass

@@ -12,8 +12,9 @@ response (a client throttled by a quota: KIP-219), all through one heap of due t
 Unframeable or oversized input closes that connection only; nothing a client sends can stop
 the loop.
 
-TLS listeners wrap accepted sockets and run the handshake here, non-blocking, before any frame
-is read: a slow or garbage handshake costs its own connection only. Each connection carries a
+TLS listeners give accepted sockets a :class:`~fastkafka.server.tls_transport.TlsTransport`
+(OpenSSL over memory BIOs) and run the handshake here, non-blocking, before any frame is read: a
+slow or garbage handshake costs its own connection only. Each connection carries a
 :class:`~fastkafka.server.listener_security.Session` (who the client is) that requests see.
 """
 from __future__ import annotations
@@ -23,7 +24,6 @@ import itertools
 import logging
 import selectors
 import socket
-import ssl
 import threading
 import time
 from collections import deque
@@ -34,6 +34,7 @@ from fastkafka.security.principal_mapping import NoMatchingRule
 from .connection import SCRATCH_BYTES, Connection, FrameError
 from .listener_security import ListenerSecurity, Session
 from .send import Send
+from .tls_transport import RAW_BYTES, TlsTransport
 
 __all__ = ["Processor", "Request"]
 
@@ -142,6 +143,8 @@ class Processor(threading.Thread):
         self._on_close = on_close
         # every read of every connection of this thread goes through this one buffer
         self._scratch = memoryview(bytearray(SCRATCH_BYTES))
+        # and every TLS connection's ciphertext, on its way into OpenSSL (allocated on first use)
+        self._raw: memoryview | None = None
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -321,11 +324,13 @@ class Processor(threading.Thread):
             local = sock.getsockname()
             conn_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{self.index}-{next(self._seq)}"
             security = self._security.get(listener, _PLAINTEXT)
-            tls = security.ssl_context is not None
-            if tls:
-                sock = security.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+            tls = None
+            if security.ssl_context is not None:
+                if self._raw is None:
+                    self._raw = memoryview(bytearray(RAW_BYTES))
+                tls = TlsTransport(sock, security.ssl_context, self._raw)
             conn = Connection(conn_id, sock, peer, listener, self._max_frame, tls=tls)
-            if not tls:
+            if tls is None:
                 conn.session = Session(security)
             self._conns[conn.fd] = conn
             self._set_interest(conn, _READ)
@@ -334,28 +339,25 @@ class Processor(threading.Thread):
         """Advance a TLS handshake; once done the connection reads frames like any other."""
         conn.last_active = time.monotonic()
         try:
-            conn.sock.do_handshake()
-        except ssl.SSLWantReadError:
-            self._set_interest(conn, _READ)
-            return
-        except ssl.SSLWantWriteError:
-            self._set_interest(conn, _WRITE)
-            return
-        except (ssl.SSLError, OSError, ValueError) as e:   # plaintext or garbage on a TLS port
+            want = conn.tls.handshake()
+        except (OSError, ValueError) as e:   # plaintext or garbage on a TLS port (ssl.SSLError), or EOF
             log.debug("closing %s: TLS handshake failed: %s", conn.id, e)
             self.failed_handshakes += 1
             self._close(conn)
             return
+        if want:
+            self._set_interest(conn, want)
+            return
         conn.handshaking = False
         try:
-            conn.session = Session(self._security[conn.listener], conn.sock.getpeercert() or None)
+            conn.session = Session(self._security[conn.listener], conn.tls.getpeercert() or None)
         except NoMatchingRule as e:      # Kafka refuses a client it cannot name
             log.info("closing %s: %s (ssl.principal.mapping.rules)", conn.id, e)
             self.failed_handshakes += 1
             self._close(conn)
             return
         self._set_interest(conn, _READ)
-        if conn.sock.pending():
+        if conn.tls.buffered():      # the client's first request came with its last handshake flight
             self._on_readable(conn)
 
     def _set_interest(self, conn: Connection, events: int) -> None:
@@ -374,7 +376,7 @@ class Processor(threading.Thread):
             if not conn.read(self._scratch):
                 self._close(conn)
                 return
-        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        except (BlockingIOError, InterruptedError):
             return
         except FrameError as e:
             log.warning("closing %s: %s", conn.id, e)

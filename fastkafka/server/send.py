@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import socket
-import ssl
 from typing import Callable, Sequence
 
 from fastkafka._core.transfer import sendfile_step
@@ -71,13 +70,12 @@ def response_size(chunks: Sequence) -> int:
 class Send:
     """Progress of one response through a non-blocking socket. Not thread-safe: one processor owns it."""
 
-    __slots__ = ("chunks", "index", "offset", "encrypting")
+    __slots__ = ("chunks", "index", "offset")
 
     def __init__(self, chunks: Sequence):
         self.chunks = chunks
         self.index = 0   # first chunk not fully sent
         self.offset = 0  # bytes of chunks[index] already sent
-        self.encrypting: memoryview | None = None  # TLS: the piece the socket took only part of
 
     def write_to(self, sock: socket.socket) -> bool:
         """Write as much as the socket takes; True when everything is sent.
@@ -136,23 +134,18 @@ class Send:
         self.index += 1
         self.offset = 0
 
-    def write_tls_to(self, sock) -> bool:
-        """:meth:`write_to` over an ``ssl.SSLSocket``: TLS has neither scatter/gather nor
-        sendfile, so runs of small chunks are joined and file regions read (``pread``) before
-        encryption — the copy DESIGN §3 expects for TLS. A piece the socket took only part of is
-        offered again unchanged, as OpenSSL requires."""
-        while True:
-            piece = self.encrypting
+    def write_tls_to(self, tls) -> bool:
+        """:meth:`write_to` through a :class:`~fastkafka.server.tls_transport.TlsTransport`: TLS
+        has neither scatter/gather nor sendfile, so runs of small chunks are joined and file
+        regions read (``pread``) before encryption — the copy DESIGN §3 expects for TLS. A piece
+        is encrypted only once the ciphertext of the one before has left, so a slow reader holds
+        at most one piece's ciphertext here."""
+        while tls.flush():
+            piece = self._next_tls_piece()
             if piece is None:
-                piece = self._next_tls_piece()
-                if piece is None:
-                    return True
-            try:
-                sent = sock.send(piece)
-            except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError, InterruptedError):
-                self.encrypting = piece
-                return False
-            self.encrypting = piece[sent:] if sent < len(piece) else None
+                return True
+            tls.write(piece)
+        return False
 
     def _next_tls_piece(self) -> memoryview | None:
         chunks = self.chunks
