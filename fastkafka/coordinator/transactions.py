@@ -10,8 +10,17 @@ and value layouts, :mod:`.txn_formats`) *before* the client is answered, so a co
 restarts — or, in cluster mode, the partition's next leader — loads the same states. From a
 Prepare state the coordinator writes a COMMIT or ABORT marker to every partition of the
 transaction (``write_markers``, supplied by the broker: local logs, or WriteTxnMarkers to their
-leaders) and then records the Complete state. A transaction found in a Prepare state on load,
-or whose markers could not all be written, is completed by :meth:`tick`.
+leaders) and then records the Complete state. As Kafka's coordinator, EndTxn is answered once
+the Prepare state is written: the Prepare record already decides the outcome (a coordinator that
+restarts finishes it), so the markers and the Complete state follow on ``complete_in`` (the
+broker's marker threads; by default before the answer). Until the Complete state the
+producer's next requests get CONCURRENT_TRANSACTIONS, which every client retries; read_committed
+consumers see nothing of the transaction before its marker, which holds their last stable
+offset. A request of the same producer arriving meanwhile (its next AddPartitionsToTxn, an
+EndTxn retried) waits for that completion, up to ``completion_wait_ms``, before it is handled:
+answering CONCURRENT_TRANSACTIONS at once would cost the producer its client's retry backoff
+(librdkafka: 20 ms) for what takes a few milliseconds here. A transaction found in a Prepare
+state on load, or whose markers could not all be written, is completed by :meth:`tick`.
 
 Fencing follows Kafka: InitProducerId bumps the producer epoch (a new producer id once the
 epoch is exhausted), so the previous incarnation's requests get PRODUCER_FENCED; an open
@@ -52,6 +61,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Callable, Iterable
 
 from .. import errors as E
@@ -73,6 +83,10 @@ PartitionSet = set[tuple[str, int]]
 # (producer_id, producer_epoch, coordinator_epoch, commit, partitions) -> {partition: error code}
 # for the partitions whose marker was not written (empty: all written)
 MarkerWriter = Callable[[int, int, int, bool, PartitionSet], dict]
+
+
+def _run_now(work: Callable[[], object]) -> None:
+    work()
 
 
 class TransactionMetadata:
@@ -115,7 +129,11 @@ class TransactionCoordinator:
     :mod:`.storage`); ``producer_ids`` hands out producer ids; ``write_markers`` writes the
     markers of a completing transaction; ``coordinator_epoch(partition)`` is the leader epoch of
     that ``__transaction_state`` partition (the markers carry it so an old coordinator is
-    fenced); ``owns_partition`` (cluster mode) says which partitions this broker leads.
+    fenced); ``owns_partition`` (cluster mode) says which partitions this broker leads;
+    ``complete_in(work)`` runs the completion of a prepared transaction (its markers, then its
+    Complete state) — the broker's marker threads, so that EndTxn is answered first; by default
+    at once, before the answer; ``completion_wait_ms`` is how long a producer's request waits
+    for its previous transaction's completion before it gets CONCURRENT_TRANSACTIONS.
     """
 
     def __init__(self, store, producer_ids, write_markers: MarkerWriter, *,
@@ -123,7 +141,9 @@ class TransactionCoordinator:
                  expiration_ms: int = 604_800_000, abort_check_interval_ms: int = 10_000,
                  expiration_check_interval_ms: int = 3_600_000,
                  coordinator_epoch: Callable[[int], int] = lambda partition: 0,
-                 owns_partition: Callable[[int], bool] | None = None):
+                 owns_partition: Callable[[int], bool] | None = None,
+                 complete_in: Callable[[Callable[[], object]], object] = _run_now,
+                 completion_wait_ms: int = 0):
         self.store = store
         self.num_partitions = store.num_partitions
         self.producer_ids = producer_ids
@@ -135,9 +155,12 @@ class TransactionCoordinator:
         self.expiration_check_interval_ms = expiration_check_interval_ms
         self.coordinator_epoch = coordinator_epoch
         self.owns_partition = owns_partition
+        self.complete_in = complete_in
+        self.completion_wait_ms = completion_wait_ms
         self.transactions: dict[str, TransactionMetadata] = {}
         self._loaded: set[int] = set()
         self._lock = threading.RLock()
+        self._released = threading.Condition(self._lock)     # some transaction stopped being pending
         now = clock()
         self._next_abort_check = now + abort_check_interval_ms
         self._next_expiration_check = now + expiration_check_interval_ms
@@ -272,8 +295,27 @@ class TransactionCoordinator:
         try:
             return work()
         finally:
-            with self._lock:
-                t.pending = False
+            self._release(t)
+
+    def _release(self, t: TransactionMetadata) -> None:
+        with self._lock:
+            t.pending = False
+            self._released.notify_all()
+
+    def _await_completion(self, transactional_id: str) -> None:
+        """Under the lock: while the id's transaction is prepared and being completed (its markers
+        under way), wait for that, at most ``completion_wait_ms``; the caller then decides."""
+        deadline = None
+        while True:
+            t = self.transactions.get(transactional_id)
+            if t is None or not (t.pending and t.state in (PREPARE_COMMIT, PREPARE_ABORT)):
+                return
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.completion_wait_ms / 1000
+            if now >= deadline:
+                return
+            self._released.wait(deadline - now)
 
     # --- InitProducerId ---
     def init_producer_id(self, transactional_id: str, timeout_ms: int, expected_producer_id: int = -1,
@@ -288,6 +330,7 @@ class TransactionCoordinator:
         if code:
             return code, -1, -1
         with self._lock:
+            self._await_completion(transactional_id)
             t = self.transactions.get(transactional_id)
             if t is None:
                 t = TransactionMetadata(transactional_id, self.producer_ids.next_id(), NO_EPOCH,
@@ -304,11 +347,10 @@ class TransactionCoordinator:
         if state == ONGOING:
             # fence the old incarnation: abort its transaction under a bumped epoch; the caller
             # retries and gets the next epoch once the abort is complete
-            code = self._run_pending(t, lambda: self._fence_and_abort(t))
+            code = self._fence_and_abort(t)
             return code or E.ConcurrentTransactionsError.code, -1, -1
         if state not in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT):
-            with self._lock:
-                t.pending = False
+            self._release(t)
             return E.InvalidTxnStateError.code, -1, -1
 
         def bump() -> int:
@@ -333,6 +375,7 @@ class TransactionCoordinator:
         code = self._check_available(transactional_id)
         if code:
             return code, None
+        self._await_completion(transactional_id)
         t = self.transactions.get(transactional_id)
         return _check_producer(t, producer_id, epoch), t
 
@@ -359,8 +402,9 @@ class TransactionCoordinator:
 
     # --- EndTxn ---
     def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> int:
-        """Commit or abort the producer's transaction: Prepare written, markers written,
-        Complete written, then the answer (0 or an error code)."""
+        """Commit or abort the producer's transaction: 0 once its Prepare state is written (the
+        markers and the Complete state follow, see ``complete_in``), or an error code. A retry
+        of the same outcome gets CONCURRENT_TRANSACTIONS until the Complete state, then 0."""
         with self._lock:
             code, t = self._producer_txn(transactional_id, producer_id, epoch)
             if code:
@@ -373,18 +417,29 @@ class TransactionCoordinator:
             if t.state != ONGOING:
                 return E.InvalidTxnStateError.code
             t.pending = True
-        return self._run_pending(t, lambda: self._prepare_and_complete(t, prepared))
+        return self._prepare(t, prepared)
 
     def _fence_and_abort(self, t: TransactionMetadata) -> int:
         epoch = t.producer_epoch + 1 if t.producer_epoch < MAX_EPOCH else t.producer_epoch
-        return self._prepare_and_complete(t, PREPARE_ABORT, producer_epoch=epoch)
+        return self._prepare(t, PREPARE_ABORT, producer_epoch=epoch)
 
-    def _prepare_and_complete(self, t: TransactionMetadata, prepared: int, **changes) -> int:
-        code = self._persist(t, self._next(t, prepared, **changes))
-        if code:
+    def _prepare(self, t: TransactionMetadata, prepared: int, **changes) -> int:
+        """Write ``prepared`` for ``t`` (pending) and hand its completion to ``complete_in``;
+        ``t`` stays pending until that is done, so no request and no tick writes it meanwhile."""
+        handed = False
+        try:
+            code = self._persist(t, self._next(t, prepared, **changes))
+            if not code:
+                try:
+                    self.complete_in(lambda: self._run_pending(t, lambda: self._complete(t)))
+                    handed = True
+                except RuntimeError as e:
+                    # the marker threads are stopping: the outcome is written, a next leader finishes it
+                    log.info("transaction %s left prepared: %s", t.transactional_id, e)
             return code
-        self._complete(t)
-        return 0
+        finally:
+            if not handed:       # a Prepare state nobody completes is the tick's (or the next leader's)
+                self._release(t)
 
     def _complete(self, t: TransactionMetadata) -> bool:
         """Write the markers of a prepared transaction, then its Complete state. False when some
@@ -416,7 +471,7 @@ class TransactionCoordinator:
             for t in self._claim(lambda t: t.state == ONGOING and t.start_ms + t.timeout_ms < now):
                 log.info("transaction %s timed out after %d ms: aborting it", t.transactional_id,
                          t.timeout_ms)
-                self._run_pending(t, lambda t=t: self._fence_and_abort(t))
+                self._fence_and_abort(t)
         if now >= self._next_expiration_check:
             self._next_expiration_check = now + self.expiration_check_interval_ms
             for t in self._claim(lambda t: t.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)

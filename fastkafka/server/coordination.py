@@ -28,8 +28,11 @@ Cluster mode, as Kafka's ZooKeeper mode:
 The same service runs the :class:`TransactionCoordinator` over the compacted
 ``__transaction_state`` (created on the first transactional FindCoordinator, as Kafka does) and
 ticks it on a thread of its own: prepared transactions are completed, timed-out ones aborted,
-idle ids expired. On the embedded broker it is loaded at start-up once the topic exists and its
-markers go to the local logs. In cluster mode it is Kafka's ZooKeeper-mode coordinator: the topic
+idle ids expired. A transaction's markers and Complete state are written on ``MARKER_THREADS``
+threads of their own once its Prepare state is (EndTxn is answered then, as in Kafka); the
+producer's next request waits ``COMPLETION_WAIT_MS`` at most for that. On the
+embedded broker it is loaded at start-up once the topic exists and its markers go to the local
+logs. In cluster mode it is Kafka's ZooKeeper-mode coordinator: the topic
 has ``transaction.state.log.replication.factor`` replicas (COORDINATOR_NOT_AVAILABLE while fewer
 brokers are alive), the broker coordinates the transactional ids of the partitions it leads
 (loaded and unloaded with that leadership, as the groups are), each state is acknowledged once
@@ -61,6 +64,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC, GroupCoordinator, LogOffsetsStore
@@ -79,6 +83,11 @@ __all__ = ["CoordinationService"]
 log = logging.getLogger("fastkafka.coordinator")
 
 TICK_S = 0.05
+# transactions completing at once (markers, then the Complete state): each waits on its leaders
+MARKER_THREADS = 4
+# how long the producer's next request waits for its previous transaction's completion before it
+# gets CONCURRENT_TRANSACTIONS (a completion takes milliseconds; librdkafka backs off 20 ms on it)
+COMPLETION_WAIT_MS = 100
 _LOADING = errors.CoordinatorLoadInProgressError.code
 _NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
 _NOT_COORDINATOR = errors.NotCoordinatorError.code
@@ -117,6 +126,7 @@ class CoordinationService:
         self.transactions: TransactionCoordinator | None = None
         self._transactions_lock = threading.Lock()
         self._markers: RemoteMarkerWriter | None = None
+        self._completions = ThreadPoolExecutor(MARKER_THREADS, thread_name_prefix="fastkafka-txn-markers")
         self.loaded = threading.Event()
         self._broker_stopped = stopped
         # cluster mode: per internal topic, the leader epoch each partition was (or is being) loaded in
@@ -177,9 +187,22 @@ class CoordinationService:
         store = LogOffsetsStore(n, lambda p: topics.log(TRANSACTION_STATE_TOPIC, p),
                                 read_chunk=cfg["transaction.state.log.load.buffer.size"], writer=writer)
         tc = TransactionCoordinator.from_config(cfg, store, self.producer_ids, markers, clock=wall_clock_ms,
-                                                **extra)
+                                                complete_in=self._complete_later,
+                                                completion_wait_ms=COMPLETION_WAIT_MS, **extra)
         self._txn_thread.start()
         return tc
+
+    def _complete_later(self, work) -> None:
+        """The coordinator's ``complete_in``: a prepared transaction's markers, on a marker thread
+        (RuntimeError once stopped)."""
+        self._completions.submit(self._logged, work)
+
+    @staticmethod
+    def _logged(work) -> None:
+        try:
+            work()
+        except Exception:  # noqa: BLE001 — the transaction stays prepared; the tick tries again
+            log.exception("completing a transaction failed")
 
     def _leads_transactions(self, partition: int) -> bool:
         """Cluster mode: this broker coordinates the ids of ``__transaction_state-<partition>``
@@ -362,6 +385,7 @@ class CoordinationService:
         for thread in (self._thread, self._txn_thread):
             if thread.is_alive() and threading.current_thread() is not thread:
                 thread.join(5.0)
+        self._completions.shutdown(wait=False, cancel_futures=True)
         if self._markers is not None:
             self._markers.close()
 

@@ -247,3 +247,60 @@ def test_txn_offset_commit_v3_checks_the_member():
     got = gc.txn_commit_offsets("g", 7, 0, {tp: OffsetAndMetadata(1, "", 1000)}, member_id="ghost",
                                 generation_id=3)
     assert got == {tp: E.UnknownMemberIdError.code}
+
+
+def _completing_later(store, markers, clock, wait_ms):
+    """A coordinator whose completions (markers, Complete state) run on threads the test holds
+    back with ``gate``, as the broker's marker threads run them after EndTxn is answered."""
+    import threading
+    from fastkafka.coordinator.producer_ids import ProducerIdManager
+    gate, threads = threading.Event(), []
+
+    def later(work):
+        def held():
+            assert gate.wait(10)
+            work()
+        threads.append(threading.Thread(target=held))
+        threads[-1].start()
+    tc = TransactionCoordinator(store, ProducerIdManager(Ids(), block_size=10), markers, clock=clock,
+                                complete_in=later, completion_wait_ms=wait_ms)
+    tc.load_all()
+    return tc, gate, threads
+
+
+def test_end_txn_answers_once_prepared_and_the_next_request_waits_for_the_markers(env):
+    import threading
+    _, store, markers, clock = env
+    tc, gate, threads = _completing_later(store, markers, clock, wait_ms=10_000)
+    _, pid, epoch = tc.init_producer_id("app", 60_000)
+    assert tc.add_partitions("app", pid, epoch, {("t", 0)}) == 0
+    assert tc.end_txn("app", pid, epoch, True) == 0          # answered with only Prepare written
+    assert tc.describe("app").state == PREPARE_COMMIT and markers.written == []
+    assert states(store, "app")[-1] == "PrepareCommit"
+    answer = []
+    waiter = threading.Thread(target=lambda: answer.append(tc.add_partitions("app", pid, epoch, {("t", 1)})))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and answer == []                 # held, not CONCURRENT_TRANSACTIONS
+    gate.set()
+    waiter.join(10)
+    assert answer == [0] and markers.written == [(pid, epoch, True, ("t", 0))]
+    assert states(store, "app")[-2:] == ["CompleteCommit", "Ongoing"]
+    assert tc.describe("app").partitions == {("t", 1)}
+    for t in threads:
+        t.join(10)
+
+
+def test_without_a_wait_the_next_request_gets_concurrent_transactions(env):
+    _, store, markers, clock = env
+    tc, gate, threads = _completing_later(store, markers, clock, wait_ms=0)
+    _, pid, epoch = tc.init_producer_id("app", 60_000)
+    tc.add_partitions("app", pid, epoch, {("t", 0)})
+    assert tc.end_txn("app", pid, epoch, True) == 0
+    assert tc.add_partitions("app", pid, epoch, {("t", 1)}) == E.ConcurrentTransactionsError.code
+    assert tc.init_producer_id("app", 60_000)[0] == E.ConcurrentTransactionsError.code
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert tc.describe("app").state == COMPLETE_COMMIT
+    assert tc.add_partitions("app", pid, epoch, {("t", 1)}) == 0
