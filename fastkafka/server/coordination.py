@@ -28,11 +28,13 @@ Cluster mode, as Kafka's ZooKeeper mode:
 The same service runs the :class:`TransactionCoordinator` over the compacted
 ``__transaction_state`` (created on the first transactional FindCoordinator, as Kafka does) and
 ticks it on a thread of its own: prepared transactions are completed, timed-out ones aborted,
-idle ids expired. A transaction's markers and Complete state are written on ``MARKER_THREADS``
-threads of their own once its Prepare state is (EndTxn is answered then, as in Kafka); the
-producer's next request waits ``COMPLETION_WAIT_MS`` at most for that. On the
-embedded broker it is loaded at start-up once the topic exists and its markers go to the local
-logs. In cluster mode it is Kafka's ZooKeeper-mode coordinator: the topic
+idle ids expired. On the embedded broker it is loaded at start-up once the topic exists, its
+markers go to the local logs and EndTxn is answered after them (they take a fraction of a
+millisecond there, and a read_committed reader then sees a commit as soon as it returns). In
+cluster mode a transaction's markers and Complete state are written on ``MARKER_THREADS``
+threads of their own once its Prepare state is (EndTxn is answered then, as in Kafka: the
+markers' replication is off the producer's path); the producer's next request waits
+``COMPLETION_WAIT_MS`` at most for that. In cluster mode it is Kafka's ZooKeeper-mode coordinator: the topic
 has ``transaction.state.log.replication.factor`` replicas (COORDINATOR_NOT_AVAILABLE while fewer
 brokers are alive), the broker coordinates the transactional ids of the partitions it leads
 (loaded and unloaded with that leadership, as the groups are), each state is acknowledged once
@@ -181,14 +183,14 @@ class CoordinationService:
                                                 required_acks=ACKS_ALL, timeout_ms=cfg["request.timeout.ms"])
             self._markers = markers = RemoteMarkerWriter(self.broker_id, self.metadata, self.replicas.address,
                                                          self.replicas.security, cfg["request.timeout.ms"])
-            extra = dict(owns_partition=self._leads_transactions, coordinator_epoch=self._transactions_epoch)
+            extra = dict(owns_partition=self._leads_transactions, coordinator_epoch=self._transactions_epoch,
+                         complete_in=self._complete_later, completion_wait_ms=COMPLETION_WAIT_MS)
         else:
             writer, markers = None, LocalMarkerWriter(topics, self.groups)
         store = LogOffsetsStore(n, lambda p: topics.log(TRANSACTION_STATE_TOPIC, p),
                                 read_chunk=cfg["transaction.state.log.load.buffer.size"], writer=writer)
         tc = TransactionCoordinator.from_config(cfg, store, self.producer_ids, markers, clock=wall_clock_ms,
-                                                complete_in=self._complete_later,
-                                                completion_wait_ms=COMPLETION_WAIT_MS, **extra)
+                                                **extra)
         self._txn_thread.start()
         return tc
 
