@@ -1,7 +1,8 @@
 """What TLS and SASL cost (issue 16's benchmarks), each figure against PLAINTEXT in the same run.
 
 * Produce over SSL against PLAINTEXT: confluent-kafka, 1 KB records, acks=1, the same broker
-  process serving both listeners. Target >= 0.6x. Broker CPU seconds per GiB alongside.
+  process serving both listeners. Target >= 0.6x. Broker CPU seconds per GiB alongside, and the
+  producer's (this process: librdkafka's threads and the produce() loop) -- both share the cores.
 * Fetch over SSL against PLAINTEXT: a confluent-kafka consumer reading the topic just produced
   (TLS cannot use sendfile: the broker reads the file and encrypts). Target >= 0.5x.
 * Abuse: a PLAINTEXT producer's rate while another process holds 1,000 TLS connections that
@@ -161,16 +162,16 @@ def main() -> None:
         print(f"{n} records of {VALUE} B per side; broker pid {proc.pid}")
         mib = n * VALUE / (1 << 20)
         for r in range(args.rounds if args.only in (None, "throughput") else 0):
-            took, cpu = {}, {}
+            took, cpu, client = {}, {}, {}
             order = ("PLAINTEXT", "SSL") if r % 2 == 0 else ("SSL", "PLAINTEXT")
             for proto in order:
                 topic = f"{proto.lower()}-{r}"
                 for fut in admin.create_topics([NewTopic(topic, 1, 1)]).values():
                     fut.result(15)
                 conf = librdkafka_conf(addr[proto], proto, ca)
-                c0 = cpu_seconds(proc.pid)
+                c0, p0 = cpu_seconds(proc.pid), time.process_time()
                 took["p", proto] = produce(conf, topic, n)
-                c1 = cpu_seconds(proc.pid)
+                c1, client[proto] = cpu_seconds(proc.pid), time.process_time() - p0
                 took["f", proto] = consume(conf, topic, n)
                 cpu["p", proto], cpu["f", proto] = c1 - c0, cpu_seconds(proc.pid) - c1
             for kind, name in (("p", "produce"), ("f", "fetch")):
@@ -178,7 +179,9 @@ def main() -> None:
                 print(f"round {r}: {name:7s} PLAINTEXT {mib / plain:7.1f} MiB/s "
                       f"({cpu[kind, 'PLAINTEXT'] / mib * 1024:5.1f} broker CPU s/GiB)  SSL "
                       f"{mib / tls:7.1f} MiB/s ({cpu[kind, 'SSL'] / mib * 1024:5.1f} CPU s/GiB)  "
-                      f"ratio {plain / tls:.2f}x")
+                      f"ratio {plain / tls:.2f}x" + ("" if kind == "f" else
+                      f"  producer CPU s/GiB PLAINTEXT {client['PLAINTEXT'] / mib * 1024:.1f} "
+                      f"SSL {client['SSL'] / mib * 1024:.1f}"))
         for r in range(args.rounds if args.only in (None, "abuse") else 0):
             calm, attacked = under_attack(addr, ports, n // 4, calm_first=r % 2 == 0)
             print(f"round {r}: produce undisturbed {mib / 4 / calm:7.1f} MiB/s  under attack "
