@@ -62,6 +62,16 @@ class MirrorProcess:
         return self.log_path.read_text()[-6000:]
 
 
+def high_watermark(broker, topic: str, partition: int) -> int:
+    """The partition's high watermark on an in-process ``broker``; 0 while the topic or the log
+    does not exist (a topic the mirror just created has its metadata before its logs are open)."""
+    from fastkafka.errors import UnknownTopicOrPartitionError
+    try:
+        return broker.topics.log(topic, partition).high_watermark
+    except UnknownTopicOrPartitionError:
+        return 0
+
+
 def wait_for(condition, timeout: float, what: str, on_timeout=lambda: "") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -9,8 +9,7 @@ import time
 import pytest
 
 from fastkafka.client import AdminClient, Producer, ProducerData, murmur2
-from fastkafka.errors import UnknownTopicOrPartitionError
-from mirror_support import contents, read_topic, wait_for
+from mirror_support import contents, high_watermark, read_topic, wait_for
 
 CProducer = pytest.importorskip("confluent_kafka").Producer
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
@@ -21,11 +20,7 @@ T0 = 1_600_000_000_000      # CreateTimes far from now: a copy stamped "now" wou
 def end(broker, topic) -> int:
     """The sum of ``topic``'s high watermarks on ``broker`` (0 while it does not exist)."""
     info = broker.topics.get(topic)
-    try:
-        return 0 if info is None else sum(broker.topics.log(topic, p).high_watermark
-                                          for p in range(info.partitions))
-    except UnknownTopicOrPartitionError:     # created a moment ago: its logs are being opened
-        return 0
+    return 0 if info is None else sum(high_watermark(broker, topic, p) for p in range(info.partitions))
 
 
 def produce_fastkafka(bootstrap, topic, partitions, n, prefix):
@@ -130,7 +125,7 @@ def test_new_topics_partitions_and_config_changes_followed(clusters, mirror):
     wait_for(lambda: b.topics.get("new-1").partitions == 3, 15, "the target topic grown", m.output)
     with Producer({"bootstrap.servers": a.bootstrap}) as p:
         p.send(ProducerData("new-1", None, [b"on the new partition"], partition=2, timestamp=T0))
-    wait_for(lambda: b.topics.log("new-1", 2).high_watermark == 1, 15, "the new partition mirrored", m.output)
+    wait_for(lambda: high_watermark(b, "new-1", 2) == 1, 15, "the new partition mirrored", m.output)
     assert m.stop() == 0
     assert contents(read_topic(b.bootstrap, "new-1")) == contents(read_topic(a.bootstrap, "new-1"))
 

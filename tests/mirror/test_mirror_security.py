@@ -19,7 +19,7 @@ from brokers import ROOT
 from fastkafka.client import AdminClient, Producer, ProducerData
 from fastkafka.config import KafkaConfig
 from fastkafka.server.broker import Broker
-from mirror_support import contents, read_topic, wait_for
+from mirror_support import contents, high_watermark, read_topic, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "clients"))
 from certs import make_certs  # noqa: E402
@@ -95,8 +95,7 @@ def test_mirror_between_sasl_ssl_and_mtls_clusters(clusters, mirror, tmp_path):
                "--source-config-file", str(source_props(tmp_path, certs)), *target_conf(certs))
 
     def copied():
-        info = b.topics.get("orders")
-        return info is not None and sum(b.topics.log("orders", p).high_watermark for p in range(2)) == 100
+        return sum(high_watermark(b, "orders", p) for p in range(2)) == 100
     wait_for(copied, 60, "the records on the target", m.output)
     assert contents(read_topic(b.bootstrap, "orders")) == contents(read_topic(a.bootstrap, "orders"))
     assert read_topic(b.bootstrap, "orders")[1][0][3] == [("origin", b"dc1"), ("seq", b"1")]
