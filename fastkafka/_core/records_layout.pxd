@@ -259,6 +259,7 @@ cdef struct RecordSpan:
     int64_t timestamp_delta
     int32_t offset_delta
     int8_t attributes
+    Py_ssize_t fields_pos        # the key's length varint: what follows the three varints above
     Py_ssize_t key_pos
     int32_t key_len              # -1 = null
     Py_ssize_t value_pos
@@ -335,6 +336,7 @@ cdef inline Py_ssize_t scan_record(const unsigned char* s, Py_ssize_t pos, Py_ss
     p = read_varint(s, p, rend, &r.offset_delta)
     if p < 0:
         return REC_FIELD_OVERRUN if p == VARINT_TRUNCATED else REC_BAD_VARINT
+    r.fields_pos = p
     p = _field(s, p, rend, &r.key_len, &r.key_pos, r)
     if p < 0:
         return p

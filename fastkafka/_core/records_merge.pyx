@@ -12,7 +12,7 @@ from libc.string cimport memcpy
 
 from fastkafka._core.records_build cimport RecordsOutput
 from fastkafka._core.records_layout cimport *
-from fastkafka._core.varint cimport read_varint, read_varlong, varlong_size, write_varlong
+from fastkafka._core.varint cimport varlong_size, write_varlong
 
 from fastkafka.errors import CorruptRecordError, VarintError
 
@@ -76,8 +76,8 @@ cdef class RecordMerger:
         cdef const unsigned char* s = &stream[0] if end else NULL
         cdef Py_ssize_t pos = 0, p, rest, body
         cdef RecordSpan r
-        cdef int32_t i, length = 0, skip32 = 0
-        cdef int64_t ts, offset, skip64 = 0
+        cdef int32_t i
+        cdef int64_t ts, offset
         cdef int32_t added = 0
         cdef unsigned char* w
         if count < 0:
@@ -92,10 +92,7 @@ cdef class RecordMerger:
             offset = base_offset + r.offset_delta
             if offset >= start_offset:
                 ts = max_timestamp if timestamp_type == 1 else base_timestamp + r.timestamp_delta
-                # framed by scan_record: where the key starts, past the three varints rewritten
-                rest = read_varint(s, pos, p, &length) + 1
-                rest = read_varlong(s, rest, p, &skip64)
-                rest = read_varint(s, rest, p, &skip32)
+                rest = r.fields_pos      # key, value and headers: copied as they are
                 if self.out is not None:
                     body = 1 + varlong_size(ts - self.base_ts) + varlong_size(self.count) + (p - rest)
                     if self.out.used - self.reserve + varlong_size(body) + body > self.max_bytes:

@@ -231,7 +231,7 @@ class ClassicMembers:
     def _classic_leave_consumer_group(self, group: ConsumerGroup, members) -> list[int]:
         codes = []
         for member_id, instance_id in members:
-            member = group.members.get(member_id) if instance_id is None else group.static_member(instance_id)
+            member = group.named(member_id, instance_id)
             if member is None or member.classic is None:
                 codes.append(E.UnknownMemberIdError.code)
             elif instance_id is not None and member_id and member.member_id != member_id:
@@ -247,7 +247,7 @@ class ClassicMembers:
     def _classic_member(self, group: ConsumerGroup, member_id, instance_id, generation_id) -> ConsumerGroupMember:
         """The member a SyncGroup or Heartbeat names, checked as Kafka does: UNKNOWN_MEMBER_ID,
         FENCED_INSTANCE_ID, ILLEGAL_GENERATION (its generation is its member epoch)."""
-        member = group.members.get(member_id) if instance_id is None else group.static_member(instance_id)
+        member = group.named(member_id, instance_id)
         if member is None:
             raise E.UnknownMemberIdError(f"member {member_id or instance_id} is not in group {group.group_id}")
         if member.member_id != member_id:

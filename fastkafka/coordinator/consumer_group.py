@@ -146,6 +146,10 @@ class ConsumerGroup:
             return None
         return next((m for m in self.members.values() if m.instance_id == instance_id), None)
 
+    def named(self, member_id: str, instance_id: str | None) -> ConsumerGroupMember | None:
+        """The member a request names: by its instance id when it is static, else by member id."""
+        return self.members.get(member_id) if instance_id is None else self.static_member(instance_id)
+
     def member_topics(self, member: ConsumerGroupMember) -> set[str]:
         """The topics ``member`` subscribes to: its names and what its regex resolved to."""
         return set(member.subscribed_topic_names).union(

@@ -289,7 +289,7 @@ class ConsumerGroupHeartbeats:
         group = self.consumer_groups.get(group_id)
         if group is None:
             raise E.GroupIdNotFoundError(f"consumer group {group_id} not found")
-        member = group.members.get(member_id) if instance_id is None else group.static_member(instance_id)
+        member = group.named(member_id, instance_id)
         if member is None:
             raise E.UnknownMemberIdError(f"member {member_id or instance_id} is not in group {group_id}")
         if instance_id is not None and member.member_id != member_id:
