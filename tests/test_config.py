@@ -62,11 +62,37 @@ def test_topic_overrides():
 
 
 def test_adding_a_key_is_one_declaration():
-    key = C.define("test.only.threads", C.INT, 3, C.at_least(1), "for this test", topic="test.only")
+    name = C.define("test.only.threads", C.INT, 3, C.at_least(1), "for this test", topic="test.only")
     try:
-        assert KafkaConfig({"test.only.threads": "8"})["test.only.threads"] == 8
-        assert C.TOPIC_KEYS["test.only"] is key
+        assert name == "test.only.threads" and isinstance(name, C.ConfigName)
+        assert KafkaConfig({"test.only.threads": "8"})[name] == 8
+        assert C.TOPIC_KEYS["test.only"] is C.KEYS[name]
         with pytest.raises(ValueError):
             C.define("test.only.threads", C.INT, 3, None, "twice")
     finally:
         del C.KEYS["test.only.threads"], C.TOPIC_KEYS["test.only"]
+
+
+def test_every_read_key_has_its_typed_name():
+    """Each declared key is bound in definitions to its name in capitals (SASL_LOGIN_KEYS, accepted
+    and never read, aside), and no module reads a broker key through a string literal."""
+    import pathlib
+    import re
+    from fastkafka.config import definitions
+    unread = set(definitions.SASL_LOGIN_KEYS)
+    for name in C.KEYS:
+        if name in unread:
+            continue
+        const = re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+        assert getattr(definitions, const, None) == name, f"{name} has no constant {const} in definitions"
+    root = pathlib.Path(C.__file__).parents[1]
+    literal = re.compile(r'(?:config|cfg|\bc|self)(?:\(\))?\[\s*"([a-z][a-z0-9.\-]*)"\s*\]')
+    found = []
+    for pkg in ("config", "log", "coordinator", "server", "cluster"):
+        for path in (root / pkg).rglob("*.py"):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if line.lstrip().startswith((">>>", "#")):
+                    continue
+                found += [f"{path.relative_to(root)}:{n}: {m.group(1)}" for m in literal.finditer(line)
+                          if m.group(1) in C.KEYS]
+    assert not found, "read through the typed name instead:\n" + "\n".join(found)

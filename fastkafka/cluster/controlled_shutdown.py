@@ -30,6 +30,7 @@ import time
 
 from kazoo.exceptions import NodeExistsError
 
+from ..config.definitions import CONTROLLED_SHUTDOWN_MAX_RETRIES, CONTROLLED_SHUTDOWN_RETRY_BACKOFF_MS
 from . import znodes
 
 __all__ = ["ControlledShutdown", "leadership_to_move"]
@@ -56,8 +57,8 @@ class ControlledShutdown:
         self.client = client
         self.broker_id = broker_id
         self.metadata = metadata
-        self.rounds = config["controlled.shutdown.max.retries"]
-        self.round_s = config["controlled.shutdown.retry.backoff.ms"] / 1000
+        self.rounds = config[CONTROLLED_SHUTDOWN_MAX_RETRIES]
+        self.round_s = config[CONTROLLED_SHUTDOWN_RETRY_BACKOFF_MS] / 1000
 
     def run(self) -> bool:
         """Ask, then wait; True when every movable leadership moved."""

@@ -58,6 +58,8 @@ from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, N
 from fastkafka import errors
 from fastkafka.config import ConfigException, KafkaConfig, LogConfig
 from fastkafka.uuids import random_uuid
+from fastkafka.config.definitions import (AUTO_LEADER_REBALANCE_ENABLE, LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
+                                          LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, UNCLEAN_LEADER_ELECTION_ENABLE)
 
 from . import election, reassignment, znodes
 
@@ -130,7 +132,7 @@ class Controller:
         # deletion markers and controlled shutdowns are inputs the shared metadata cache does not watch
         for path in (znodes.DELETE_TOPICS, znodes.CONTROLLED_SHUTDOWN):
             self.client.ChildrenWatch(path, lambda _c: self._wake.set() or self._leading is me)
-        rebalance_s = self.config["leader.imbalance.check.interval.seconds"]
+        rebalance_s = self.config[LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS]
         next_rebalance = time.monotonic() + rebalance_s
         try:
             self._wake.set()
@@ -141,7 +143,7 @@ class Controller:
                     break
                 try:
                     self.reconcile()
-                    if self.config["auto.leader.rebalance.enable"] and time.monotonic() >= next_rebalance:
+                    if self.config[AUTO_LEADER_REBALANCE_ENABLE] and time.monotonic() >= next_rebalance:
                         next_rebalance = time.monotonic() + rebalance_s
                         self._rebalance_leaders()
                 except KazooException as e:
@@ -243,7 +245,7 @@ class Controller:
         try:
             return LogConfig.from_broker(self.config, info.configs if info else None).unclean_leader_election_enable
         except ConfigException:
-            return self.config["unclean.leader.election.enable"]
+            return self.config[UNCLEAN_LEADER_ELECTION_ENABLE]
 
     def _create_state(self, topic: str, partition: int, new: znodes.PartitionState) -> bool:
         path = znodes.state_path(topic, partition)
@@ -297,7 +299,7 @@ class Controller:
     def _rebalance_leaders(self) -> None:
         """Kafka's auto leader rebalance: per preferred broker, elect it back on its partitions
         when more than ``leader.imbalance.per.broker.percentage`` of them are led by others."""
-        limit = self.config["leader.imbalance.per.broker.percentage"] / 100
+        limit = self.config[LEADER_IMBALANCE_PER_BROKER_PERCENTAGE] / 100
         with self._mutex:
             _, eligible = self._brokers()
             by_preferred: dict[int, list] = {}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 
+from ..config.definitions import BROKER_ID, BROKER_RACK, ZOOKEEPER_CONNECT
 from . import session, znodes
 from .controlled_shutdown import ControlledShutdown
 from .controller import Controller
@@ -47,7 +48,7 @@ log = logging.getLogger("fastkafka.cluster")
 class ClusterNode:
     def __init__(self, config):
         self.config = config
-        self.broker_id: int = config["broker.id"]
+        self.broker_id: int = config[BROKER_ID]
         self.client = None
         self.cluster_id = ""
         self.metadata: ZkMetadata | None = None
@@ -68,7 +69,7 @@ class ClusterNode:
             self._close()
             raise
         log.info("broker %d joined cluster %s via ZooKeeper %s", self.broker_id, self.cluster_id,
-                 self.config["zookeeper.connect"])
+                 self.config[ZOOKEEPER_CONNECT])
 
     def register(self, endpoints: list[str], security_protocols: dict[str, str]) -> None:
         """Publish ``endpoints`` (``NAME://host:port``) with each listener's security protocol in
@@ -76,7 +77,7 @@ class ClusterNode:
         first = endpoints[0].split("://", 1)[1]
         host, _, port = first.rpartition(":")
         info = znodes.BrokerInfo(self.broker_id, host, int(port), tuple(endpoints),
-                                 rack=self.config["broker.rack"] or None,
+                                 rack=self.config[BROKER_RACK] or None,
                                  security_protocols=tuple(sorted(security_protocols.items())))
         self.registration = BrokerRegistration(self.client, info)
         self.registration.register()

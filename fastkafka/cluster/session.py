@@ -26,6 +26,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from ..config.definitions import ZOOKEEPER_CONNECT, ZOOKEEPER_CONNECTION_TIMEOUT_MS, ZOOKEEPER_SESSION_TIMEOUT_MS
 from . import znodes
 from .embedded import new_cluster_id
 
@@ -71,11 +72,11 @@ def _start(hosts: str, session_s: float, connect_s: float) -> KazooClient:
 
 def connect(config) -> KazooClient:
     """A started KazooClient inside ``zookeeper.connect``'s chroot (created if missing)."""
-    hosts, chroot = split_connect(config["zookeeper.connect"])
+    hosts, chroot = split_connect(config[ZOOKEEPER_CONNECT])
     if not hosts:
         raise ClusterStartupError("zookeeper.connect names no ZooKeeper server")
-    session_s = config["zookeeper.session.timeout.ms"] / 1000
-    connect_ms = config["zookeeper.connection.timeout.ms"] or config["zookeeper.session.timeout.ms"]
+    session_s = config[ZOOKEEPER_SESSION_TIMEOUT_MS] / 1000
+    connect_ms = config[ZOOKEEPER_CONNECTION_TIMEOUT_MS] or config[ZOOKEEPER_SESSION_TIMEOUT_MS]
     connect_s = connect_ms / 1000
     if chroot:
         root = _start(hosts, session_s, connect_s)

@@ -6,14 +6,16 @@ properties (strings from ``server.properties`` or native values), validates them
 keys it does not know instead of failing on them. :class:`LogConfig` is the per-topic view the log
 layer reads: broker defaults overlaid with a topic's overrides (``segment.bytes``, ``retention.ms``...).
 
-Adding a key is one line::
+Adding a key is one statement in :mod:`.definitions`, which binds its typed name; code reads the
+value through that name (``config[NUM_NETWORK_THREADS]``, an ``int`` to mypy), never a string::
 
-    define("num.network.threads", INT, 3, at_least(1), "Threads that serve network requests.")
+    NUM_NETWORK_THREADS = define("num.network.threads", INT, 3, at_least(1), "Threads that serve requests.")
 
 Example::
 
+    >>> from fastkafka.config.definitions import LOG_SEGMENT_BYTES
     >>> cfg = KafkaConfig({"log.segment.bytes": "1048576", "log.retention.hours": 1, "bogus": 1})
-    >>> cfg["log.segment.bytes"], cfg.unknown
+    >>> cfg[LOG_SEGMENT_BYTES], cfg.unknown
     (1048576, ['bogus'])
     >>> LogConfig.from_broker(cfg, {"retention.ms": "60000"}).retention_ms
     60000
@@ -21,16 +23,24 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar, overload
 
-from .definitions import HOUR_MS, NO_EFFECT_YET
+from .definitions import (HOUR_MS, LOG_CLEANER_DELETE_RETENTION_MS, LOG_DIR, LOG_DIRS, LOG_FLUSH_INTERVAL_MS,
+                          LOG_FLUSH_SCHEDULER_INTERVAL_MS, LOG_INDEX_INTERVAL_BYTES, LOG_INDEX_SIZE_MAX_BYTES,
+                          LOG_MESSAGE_FORMAT_VERSION, LOG_RETENTION_HOURS, LOG_RETENTION_MINUTES, LOG_RETENTION_MS,
+                          LOG_ROLL_HOURS, LOG_ROLL_JITTER_HOURS, LOG_ROLL_JITTER_MS, LOG_ROLL_MS, LOG_SEGMENT_BYTES,
+                          LOG_SEGMENT_DELETE_DELAY_MS, MESSAGE_MAX_BYTES, NO_EFFECT_YET)
 from .keys import (BOOLEAN, DOUBLE, INT, KEYS, LIST, LONG, LONG_MAX, PASSWORD, STRING, TOPIC_KEYS,
-                   ConfigException, ConfigKey, at_least, between, define, each_one_of, one_of)
+                   ConfigException, ConfigKey, ConfigName, at_least, between, define, each_one_of, one_of)
 from .properties import load_properties, parse_key_values
 
-__all__ = ["ConfigException", "ConfigKey", "define", "KEYS", "TOPIC_KEYS", "KafkaConfig", "LogConfig",
-           "load_properties", "parse_key_values", "INT", "LONG", "DOUBLE", "BOOLEAN", "STRING", "LIST", "PASSWORD", "at_least",
-           "between", "one_of", "each_one_of", "topic_config_names", "topic_configs_without_effect"]
+__all__ = ["ConfigException", "ConfigKey", "ConfigName", "define", "KEYS", "TOPIC_KEYS", "KafkaConfig",
+           "LogConfig", "load_properties", "parse_key_values", "INT", "LONG", "DOUBLE", "BOOLEAN", "STRING", "LIST",
+           "PASSWORD", "at_least", "between", "one_of", "each_one_of", "topic_config_names",
+           "topic_configs_without_effect"]
+
+T = TypeVar("T")
+
 
 def _listener_key(name: str) -> bool:
     """``listener.name.<l>.<declared key>`` or ``listener.name.<l>.<mechanism>.sasl.jaas.config``."""
@@ -59,9 +69,17 @@ class KafkaConfig(Mapping[str, Any]):
         self.originals = props
         self._values = {name: key.parse(props.get(name, key.default)) for name, key in KEYS.items()}
 
+    @overload
+    def __getitem__(self, name: ConfigName[T]) -> T: ...
+    @overload
+    def __getitem__(self, name: str) -> Any: ...
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
 
+    @overload
+    def for_listener(self, listener: str, name: ConfigName[T]) -> T: ...
+    @overload
+    def for_listener(self, listener: str, name: str) -> Any: ...
     def for_listener(self, listener: str, name: str) -> Any:
         """``name`` as ``listener`` sees it: ``listener.name.<listener>.<name>`` when given, else
         the broker-wide value (Kafka's precedence for per-listener configs).
@@ -84,26 +102,26 @@ class KafkaConfig(Mapping[str, Any]):
     # --- derived values with Kafka's precedence rules ---
     @property
     def log_dirs(self) -> list[str]:
-        return self["log.dirs"] or [self["log.dir"]]
+        return self[LOG_DIRS] or [self[LOG_DIR]]
 
     @property
     def log_retention_ms(self) -> int:
-        if self["log.retention.ms"] is not None:
-            return self["log.retention.ms"]
-        if self["log.retention.minutes"] is not None:
-            return self["log.retention.minutes"] * 60_000
-        return self["log.retention.hours"] * HOUR_MS
+        if self[LOG_RETENTION_MS] is not None:
+            return self[LOG_RETENTION_MS]
+        if self[LOG_RETENTION_MINUTES] is not None:
+            return self[LOG_RETENTION_MINUTES] * 60_000
+        return self[LOG_RETENTION_HOURS] * HOUR_MS
 
     @property
     def log_roll_ms(self) -> int:
-        if self["log.roll.ms"] is not None:
-            return self["log.roll.ms"]
-        return self["log.roll.hours"] * HOUR_MS
+        if self[LOG_ROLL_MS] is not None:
+            return self[LOG_ROLL_MS]
+        return self[LOG_ROLL_HOURS] * HOUR_MS
 
     @property
     def log_flush_interval_ms(self) -> int:
-        v = self["log.flush.interval.ms"]
-        return self["log.flush.scheduler.interval.ms"] if v is None else v
+        v = self[LOG_FLUSH_INTERVAL_MS]
+        return self[LOG_FLUSH_SCHEDULER_INTERVAL_MS] if v is None else v
 
 
 # Broker value of each topic-level key, after precedence (ms over minutes over hours...).
@@ -111,8 +129,8 @@ _BROKER_DEFAULT: dict[str, Callable[[KafkaConfig], Any]] = {
     "retention.ms": lambda c: c.log_retention_ms,
     "segment.ms": lambda c: c.log_roll_ms,
     "flush.ms": lambda c: c.log_flush_interval_ms,
-    "segment.jitter.ms": lambda c: c["log.roll.jitter.ms"] if c["log.roll.jitter.ms"] is not None
-    else c["log.roll.jitter.hours"] * HOUR_MS,
+    "segment.jitter.ms": lambda c: c[LOG_ROLL_JITTER_MS] if c[LOG_ROLL_JITTER_MS] is not None
+    else c[LOG_ROLL_JITTER_HOURS] * HOUR_MS,
 }
 
 
@@ -128,27 +146,27 @@ class LogConfig:
         True
     """
 
-    segment_bytes: int = KEYS["log.segment.bytes"].default
+    segment_bytes: int = KEYS[LOG_SEGMENT_BYTES].default
     segment_ms: int = 168 * HOUR_MS
-    index_interval_bytes: int = KEYS["log.index.interval.bytes"].default
-    segment_index_bytes: int = KEYS["log.index.size.max.bytes"].default
+    index_interval_bytes: int = KEYS[LOG_INDEX_INTERVAL_BYTES].default
+    segment_index_bytes: int = KEYS[LOG_INDEX_SIZE_MAX_BYTES].default
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
     retention_ms: int = 168 * HOUR_MS
     retention_bytes: int = -1
-    file_delete_delay_ms: int = KEYS["log.segment.delete.delay.ms"].default
+    file_delete_delay_ms: int = KEYS[LOG_SEGMENT_DELETE_DELAY_MS].default
     cleanup_policy: tuple[str, ...] = ("delete",)
-    delete_retention_ms: int = KEYS["log.cleaner.delete.retention.ms"].default
+    delete_retention_ms: int = KEYS[LOG_CLEANER_DELETE_RETENTION_MS].default
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
     message_timestamp_type: str = "CreateTime"
-    max_message_bytes: int = KEYS["message.max.bytes"].default
+    max_message_bytes: int = KEYS[MESSAGE_MAX_BYTES].default
     preallocate: bool = False
     compression_type: str = "producer"
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     message_downconversion_enable: bool = True
-    message_format_version: str = KEYS["log.message.format.version"].default
+    message_format_version: str = KEYS[LOG_MESSAGE_FORMAT_VERSION].default
     max_compaction_lag_ms: int = LONG_MAX
     message_timestamp_difference_max_ms: int = LONG_MAX
     message_timestamp_before_max_ms: int = LONG_MAX

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar, overload
 
 from ..errors import InvalidConfigError
 
-__all__ = ["ConfigException", "ConfigKey", "define", "define_topic", "KEYS", "TOPIC_KEYS", "INT", "LONG",
+__all__ = ["ConfigException", "ConfigKey", "ConfigName", "define", "define_topic", "KEYS", "TOPIC_KEYS", "INT", "LONG",
            "DOUBLE", "BOOLEAN", "STRING", "LIST", "PASSWORD", "at_least", "between", "one_of",
            "each_one_of", "throttled_replicas", "kafka_version", "refused", "INT_MAX", "LONG_MAX"]
 
@@ -135,13 +135,38 @@ class ConfigKey:
         return v
 
 
+T = TypeVar("T")
+
+
+class ConfigName(str, Generic[T]):
+    """A declared property's name that knows its value's type: what :func:`define` returns, so a
+    reader writes ``config[REQUEST_TIMEOUT_MS]`` (an ``int`` to a type checker; a misspelt name is
+    an undefined constant, not a KeyError at run time). It is the name itself (a ``str``), so any
+    mapping keyed by names takes it.
+
+    >>> from fastkafka.config import KafkaConfig
+    >>> from fastkafka.config.definitions import REQUEST_TIMEOUT_MS
+    >>> REQUEST_TIMEOUT_MS, KafkaConfig({"request.timeout.ms": "500"})[REQUEST_TIMEOUT_MS]
+    ('request.timeout.ms', 500)
+    """
+
+    __slots__ = ()
+
+
 KEYS: dict[str, ConfigKey] = {}        # broker name -> key
 TOPIC_KEYS: dict[str, ConfigKey] = {}  # topic-level name -> key
 
 
+@overload
+def define(name: str, type: Callable[[Any], T], default: None, validator: Callable[[Any], None] | None,
+           doc: str, topic: str | None = None) -> ConfigName[T | None]: ...
+@overload
+def define(name: str, type: Callable[[Any], T], default: Any, validator: Callable[[Any], None] | None,
+           doc: str, topic: str | None = None) -> ConfigName[T]: ...
 def define(name: str, type: Callable[[Any], Any], default: Any, validator: Callable[[Any], None] | None,
-           doc: str, topic: str | None = None) -> ConfigKey:
-    """Declare a property once; the default is checked here so a bad declaration fails at import."""
+           doc: str, topic: str | None = None) -> ConfigName[Any]:
+    """Declare a property once; the default is checked here so a bad declaration fails at import.
+    Returns its typed name (bind it to the property's name in capitals)."""
     key = ConfigKey(name, type, default, validator, doc, topic)
     if name in KEYS:
         raise ValueError(f"configuration {name} declared twice")
@@ -150,7 +175,7 @@ def define(name: str, type: Callable[[Any], Any], default: Any, validator: Calla
     KEYS[name] = key
     if topic is not None:
         TOPIC_KEYS[topic] = key
-    return key
+    return ConfigName(name)
 
 
 def define_topic(topic: str, type: Callable[[Any], Any], default: Any,

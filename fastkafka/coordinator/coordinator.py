@@ -40,6 +40,11 @@ import time
 import uuid
 from typing import Callable
 
+from ..config.definitions import (GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS, GROUP_CONSUMER_MIGRATION_POLICY,
+                                  GROUP_CONSUMER_SESSION_TIMEOUT_MS, GROUP_INITIAL_REBALANCE_DELAY_MS,
+                                  GROUP_MAX_SESSION_TIMEOUT_MS, GROUP_MIN_SESSION_TIMEOUT_MS,
+                                  OFFSETS_RETENTION_CHECK_INTERVAL_MS, OFFSETS_RETENTION_MINUTES,
+                                  OFFSET_METADATA_MAX_BYTES)
 from .. import errors
 from .classic_members import MIGRATION_POLICIES, ClassicMembers
 from .consumer_groups import ConsumerGroupHeartbeats
@@ -111,16 +116,16 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats, Classi
     def from_config(cls, config, store, *, clock: Callable[[], int] = wall_clock_ms, load: bool = False):
         """A coordinator with the broker's ``group.*`` and ``offsets.*`` settings."""
         manager = GroupMetadataManager(store, clock=clock,
-                                       retention_ms=config["offsets.retention.minutes"] * 60_000,
-                                       max_metadata_size=config["offset.metadata.max.bytes"])
+                                       retention_ms=config[OFFSETS_RETENTION_MINUTES] * 60_000,
+                                       max_metadata_size=config[OFFSET_METADATA_MAX_BYTES])
         gc = cls(manager, clock=clock,
-                 min_session_timeout_ms=config["group.min.session.timeout.ms"],
-                 max_session_timeout_ms=config["group.max.session.timeout.ms"],
-                 initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
-                 offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
-                 consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
-                 consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
-                 consumer_migration_policy=config["group.consumer.migration.policy"])
+                 min_session_timeout_ms=config[GROUP_MIN_SESSION_TIMEOUT_MS],
+                 max_session_timeout_ms=config[GROUP_MAX_SESSION_TIMEOUT_MS],
+                 initial_rebalance_delay_ms=config[GROUP_INITIAL_REBALANCE_DELAY_MS],
+                 offsets_retention_check_interval_ms=config[OFFSETS_RETENTION_CHECK_INTERVAL_MS],
+                 consumer_session_timeout_ms=config[GROUP_CONSUMER_SESSION_TIMEOUT_MS],
+                 consumer_heartbeat_interval_ms=config[GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS],
+                 consumer_migration_policy=config[GROUP_CONSUMER_MIGRATION_POLICY])
         if load:
             gc.load_all()
         return gc

@@ -64,6 +64,7 @@ import threading
 import time
 from typing import Callable, Iterable
 
+from ..config.definitions import TRANSACTIONAL_ID_EXPIRATION_MS, TRANSACTION_MAX_TIMEOUT_MS
 from .. import errors as E
 from .formats import partition_for
 from .txn_formats import (COMPLETE_ABORT, COMPLETE_COMMIT, DEAD, EMPTY, ONGOING, PREPARE_ABORT,
@@ -170,8 +171,8 @@ class TransactionCoordinator:
     def from_config(cls, config, store, producer_ids, write_markers: MarkerWriter, **kw):
         """A coordinator with the broker's ``transaction.*`` settings."""
         return cls(store, producer_ids, write_markers,
-                   max_timeout_ms=config["transaction.max.timeout.ms"],
-                   expiration_ms=config["transactional.id.expiration.ms"],
+                   max_timeout_ms=config[TRANSACTION_MAX_TIMEOUT_MS],
+                   expiration_ms=config[TRANSACTIONAL_ID_EXPIRATION_MS],
                    abort_check_interval_ms=config[
                        "transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                    expiration_check_interval_ms=config[

@@ -71,6 +71,7 @@ import threading
 from bisect import bisect_right
 from typing import Callable
 
+from ..config.definitions import LOG_CLEANER_DEDUPE_BUFFER_SIZE
 from .. import records as _records
 from .._core.crc32c import crc32c
 from .._core.records import HeaderOffsets as H
@@ -98,7 +99,7 @@ class LogCleaner:
         config = config or KafkaConfig()
         self.clock = clock or wall_clock_ms
         self.max_map_entries = max_map_entries or max(
-            1, config["log.cleaner.dedupe.buffer.size"] // BYTES_PER_MAP_ENTRY)
+            1, config[LOG_CLEANER_DEDUPE_BUFFER_SIZE] // BYTES_PER_MAP_ENTRY)
         # data dir -> {(topic, partition): first dirty offset}, loaded from and written to each
         # dir's cleaner-offset-checkpoint
         self._checkpoints: dict[str, dict[tuple[str, int], int]] = {}

@@ -39,6 +39,12 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
+from ..config.definitions import (LOG_CLEANER_BACKOFF_MS, LOG_CLEANER_ENABLE,
+                                  LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS, LOG_FLUSH_SCHEDULER_INTERVAL_MS,
+                                  LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS, LOG_MAX_OPEN_FILES,
+                                  LOG_RETENTION_CHECK_INTERVAL_MS, NUM_RECOVERY_THREADS_PER_DATA_DIR,
+                                  PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, PRODUCER_ID_EXPIRATION_MS,
+                                  REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, ZOOKEEPER_CONNECT)
 from ..config import KafkaConfig, LogConfig
 from ..uuids import UUID_ZERO, uuid_text
 from .checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
@@ -63,7 +69,7 @@ class LogManager:
         self.config = config if isinstance(config, KafkaConfig) else KafkaConfig(config or {})
         self.clock = clock or wall_clock_ms
         self.scheduler = Scheduler(self.clock)
-        self.files = FileCache(self.config["log.max.open.files"])
+        self.files = FileCache(self.config[LOG_MAX_OPEN_FILES])
         self.default_log_config = LogConfig.from_broker(self.config)
         self.log_dirs = [os.path.abspath(d) for d in self.config.log_dirs]
         self._logs: dict[TopicPartition, Log] = {}
@@ -95,7 +101,7 @@ class LogManager:
             # replicated partitions (cluster mode) resume from their checkpointed high watermark;
             # one broker alone commits everything it holds
             hws = OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT)).read() \
-                if self.config["zookeeper.connect"] else {}
+                if self.config[ZOOKEEPER_CONNECT] else {}
             todo = []
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
@@ -117,7 +123,7 @@ class LogManager:
                                      recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
                                      clean_shutdown=clean and tp in recovery,
                                      append_listeners=self.append_listeners, high_watermark=hws.get(tp))
-            threads = self.config["num.recovery.threads.per.data.dir"]
+            threads = self.config[NUM_RECOVERY_THREADS_PER_DATA_DIR]
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="log-recovery") as pool:
                 for tp, path, lg in pool.map(load, todo):
                     self._logs[tp] = lg
@@ -127,28 +133,28 @@ class LogManager:
 
     def _schedule_background(self) -> None:
         c = self.config
-        self.scheduler.schedule(c["log.retention.check.interval.ms"], self.cleanup_logs,
-                                period_ms=c["log.retention.check.interval.ms"])
-        self._flush_period = None
+        self.scheduler.schedule(c[LOG_RETENTION_CHECK_INTERVAL_MS], self.cleanup_logs,
+                                period_ms=c[LOG_RETENTION_CHECK_INTERVAL_MS])
+        self._flush_period: int | None = None
         self._reschedule_flusher(self.default_log_config.flush_ms)
-        self.scheduler.schedule(c["log.flush.offset.checkpoint.interval.ms"], self.checkpoint_recovery_points,
-                                period_ms=max(1, c["log.flush.offset.checkpoint.interval.ms"]))
-        self.scheduler.schedule(c["log.flush.start.offset.checkpoint.interval.ms"],
+        self.scheduler.schedule(c[LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS], self.checkpoint_recovery_points,
+                                period_ms=max(1, c[LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS]))
+        self.scheduler.schedule(c[LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS],
                                 self.checkpoint_log_start_offsets,
-                                period_ms=max(1, c["log.flush.start.offset.checkpoint.interval.ms"]))
-        self.scheduler.schedule(c["replica.high.watermark.checkpoint.interval.ms"],
+                                period_ms=max(1, c[LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS]))
+        self.scheduler.schedule(c[REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS],
                                 self.checkpoint_high_watermarks,
-                                period_ms=c["replica.high.watermark.checkpoint.interval.ms"])
-        self.scheduler.schedule(c["producer.id.expiration.check.interval.ms"],
+                                period_ms=c[REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS])
+        self.scheduler.schedule(c[PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS],
                                 self.remove_expired_producers,
-                                period_ms=c["producer.id.expiration.check.interval.ms"])
-        if c["log.cleaner.enable"]:
-            self.scheduler.schedule(c["log.cleaner.backoff.ms"], self.clean_logs,
-                                    period_ms=max(1, c["log.cleaner.backoff.ms"]))
+                                period_ms=c[PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS])
+        if c[LOG_CLEANER_ENABLE]:
+            self.scheduler.schedule(c[LOG_CLEANER_BACKOFF_MS], self.clean_logs,
+                                    period_ms=max(1, c[LOG_CLEANER_BACKOFF_MS]))
 
     def _reschedule_flusher(self, flush_ms: int) -> None:
         # The flush.ms timer must tick at least as often as the smallest flush.ms of any log.
-        period = max(1, min(flush_ms, self.config["log.flush.scheduler.interval.ms"]))
+        period = max(1, min(flush_ms, self.config[LOG_FLUSH_SCHEDULER_INTERVAL_MS]))
         if period >= (1 << 62) or (self._flush_period is not None and period >= self._flush_period):
             return
         self._flush_period = period
@@ -229,7 +235,7 @@ class LogManager:
 
     def remove_expired_producers(self) -> int:
         """Producer-id expiration for every log; returns the producers forgotten."""
-        now, ms = self.clock(), self.config["producer.id.expiration.ms"]
+        now, ms = self.clock(), self.config[PRODUCER_ID_EXPIRATION_MS]
         return sum(lg.remove_expired_producers(now, ms) for lg in self.logs())
 
     def clean_logs(self) -> int:

@@ -31,6 +31,7 @@ from typing import Callable
 
 from fastkafka.security.acl import (CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, AclPermissionType,
                                     AclSnapshot, AuthorizationRules, PatternType, ResourceType)
+from fastkafka.config.definitions import ALLOW_EVERYONE_IF_NO_ACL_FOUND, AUTHORIZER_CLASS_NAME, SUPER_USERS
 
 __all__ = ["Authorizer", "authorizer_from_config", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
            "CLUSTER_NAME", "NOT_REQUESTED", "every_operation",
@@ -92,8 +93,8 @@ class Authorizer:
 
 def authorizer_from_config(cfg, acls: Callable[[], AclSnapshot]) -> Authorizer | None:
     """The authorizer ``authorizer.class.name`` asks for, or None (no authorization)."""
-    if not cfg["authorizer.class.name"]:
+    if not cfg[AUTHORIZER_CLASS_NAME]:
         return None
-    supers = frozenset(p.strip() for p in cfg["super.users"].split(";") if p.strip())
-    return Authorizer(AuthorizationRules(supers, cfg["allow.everyone.if.no.acl.found"]), acls)
+    supers = frozenset(p.strip() for p in cfg[SUPER_USERS].split(";") if p.strip())
+    return Authorizer(AuthorizationRules(supers, cfg[ALLOW_EVERYONE_IF_NO_ACL_FOUND]), acls)
 

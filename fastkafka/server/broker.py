@@ -34,6 +34,11 @@ from fastkafka.cluster.embedded import EmbeddedMetadata
 from fastkafka.config import ConfigException, KafkaConfig
 from fastkafka.log import LogManager
 from fastkafka.security import ScramCredential
+from fastkafka.config.definitions import (ADVERTISED_LISTENERS, BROKER_ID, CONNECTIONS_MAX_IDLE_MS,
+                                          CONTROLLED_SHUTDOWN_ENABLE, LISTENERS, MAX_CONNECTIONS,
+                                          MAX_CONNECTIONS_PER_IP, MAX_CONNECTIONS_PER_IP_OVERRIDES, METRICS_HOST,
+                                          METRICS_PORT, NUM_IO_THREADS, NUM_NETWORK_THREADS,
+                                          SOCKET_REQUEST_MAX_BYTES, ZOOKEEPER_CONNECT)
 
 from .authorizer import Authorizer, authorizer_from_config
 from .coordination import CoordinationService
@@ -75,7 +80,7 @@ class Broker:
 
     def __init__(self, config: KafkaConfig):
         self.config = config
-        self.broker_id: int = config["broker.id"]
+        self.broker_id: int = config[BROKER_ID]
         self.logs: LogManager | None = None
         self.metadata: EmbeddedMetadata | None = None
         self.cluster = None  # ClusterNode when zookeeper.connect is set (cluster mode)
@@ -103,8 +108,8 @@ class Broker:
     def startup(self) -> None:
         cfg = self.config
         try:
-            listeners = [parse_listener(s) for s in cfg["listeners"]]
-            for spec in cfg["advertised.listeners"] or []:
+            listeners = [parse_listener(s) for s in cfg[LISTENERS]]
+            for spec in cfg[ADVERTISED_LISTENERS] or []:
                 parse_listener(spec)
         except ListenerError as e:
             raise BrokerStartupError(str(e)) from None
@@ -112,7 +117,7 @@ class Broker:
             raise BrokerStartupError("listeners is empty")
         try:
             self.listener_security = listener_security(cfg, listeners, self.scram_credential)
-            if cfg["zookeeper.connect"]:
+            if cfg[ZOOKEEPER_CONNECT]:
                 inter_broker_security(cfg)     # followers will log in to leaders with it
         except (SecurityConfigError, ConfigException) as e:
             raise BrokerStartupError(str(e)) from None
@@ -122,19 +127,19 @@ class Broker:
         # client quotas follow the metadata store, which exists once requests arrive
         self.quotas = ClientQuotas.from_config(cfg, lambda: self.metadata)
         # cluster mode: the transaction coordinator's requests wait on other brokers (Dispatcher)
-        if cfg["metrics.port"] is not None:
+        if cfg[METRICS_PORT] is not None:
             self._metrics_exporter = self._metrics_endpoint(listeners[0][1])   # library missing: fails here
         self._dispatcher = dispatcher = Dispatcher(self, HANDLERS, self.advertised, self.quotas,
-                                                   waiting_threads=4 if cfg["zookeeper.connect"] else 0,
+                                                   waiting_threads=4 if cfg[ZOOKEEPER_CONNECT] else 0,
                                                    metrics=self.metrics)
-        self._channel = RequestChannel(dispatcher.handle, cfg["num.io.threads"])
+        self._channel = RequestChannel(dispatcher.handle, cfg[NUM_IO_THREADS])
         try:
             self.socket_server = SocketServer(
-                cfg["listeners"], self._channel.submit,
-                num_network_threads=cfg["num.network.threads"], max_connections=cfg["max.connections"],
-                max_connections_per_ip=cfg["max.connections.per.ip"],
-                max_connections_per_ip_overrides=cfg["max.connections.per.ip.overrides"],
-                max_request_bytes=cfg["socket.request.max.bytes"], idle_ms=cfg["connections.max.idle.ms"],
+                cfg[LISTENERS], self._channel.submit,
+                num_network_threads=cfg[NUM_NETWORK_THREADS], max_connections=cfg[MAX_CONNECTIONS],
+                max_connections_per_ip=cfg[MAX_CONNECTIONS_PER_IP],
+                max_connections_per_ip_overrides=cfg[MAX_CONNECTIONS_PER_IP_OVERRIDES],
+                max_request_bytes=cfg[SOCKET_REQUEST_MAX_BYTES], idle_ms=cfg[CONNECTIONS_MAX_IDLE_MS],
                 security=self.listener_security)
             self.socket_server.bind()  # before loading logs: a busy port fails fast (listen() below)
         except ListenerError as e:
@@ -142,7 +147,7 @@ class Broker:
         try:
             if self._metrics_exporter is not None:
                 self._start_metrics()    # a busy metrics port fails fast too
-            if cfg["zookeeper.connect"]:
+            if cfg[ZOOKEEPER_CONNECT]:
                 self._join_cluster()  # fails fast: ZooKeeper unreachable, broker.id in use
             try:
                 self.logs = LogManager(cfg)
@@ -199,7 +204,7 @@ class Broker:
         if not self._started:
             return
         log.info("broker %d shutting down", self.broker_id)
-        if self.cluster is not None and self.config["controlled.shutdown.enable"]:
+        if self.cluster is not None and self.config[CONTROLLED_SHUTDOWN_ENABLE]:
             self.replicas.leave()           # no longer follows, so no leader takes it back into an ISR
             self.cluster.controlled_shutdown()
         # answer waiting fetches first so draining processors are not held by them
@@ -226,10 +231,10 @@ class Broker:
         empty host means every interface."""
         from .metrics_export import MetricsError, MetricsExporter   # noqa: PLC0415 (needs prometheus_client)
         cfg = self.config
-        host = cfg["metrics.host"] if cfg["metrics.host"] is not None else listener_host
+        host = cfg[METRICS_HOST] if cfg[METRICS_HOST] is not None else listener_host
         self.metrics = BrokerMetrics()
         try:
-            return MetricsExporter(self, self.metrics, host or "0.0.0.0", cfg["metrics.port"])
+            return MetricsExporter(self, self.metrics, host or "0.0.0.0", cfg[METRICS_PORT])
         except MetricsError as e:
             raise BrokerStartupError(str(e)) from None
 
@@ -258,7 +263,7 @@ class Broker:
     def _register(self) -> None:
         from fastkafka.cluster.node import ClusterStartupError  # noqa: PLC0415
         endpoints = []
-        for name, _, _ in (parse_listener(s) for s in self.config["listeners"]):
+        for name, _, _ in (parse_listener(s) for s in self.config[LISTENERS]):
             host, port = self.endpoint(name)
             endpoints.append(f"{name}://{host}:{port}")
         try:
@@ -344,7 +349,7 @@ class Broker:
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """(host, port) clients should use for ``listener``: advertised.listeners, else the bound address."""
-        for spec in self.config["advertised.listeners"] or []:
+        for spec in self.config[ADVERTISED_LISTENERS] or []:
             name, host, port = parse_listener(spec)
             if name == listener:
                 return host or socket.getfqdn(), port

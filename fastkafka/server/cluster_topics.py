@@ -51,6 +51,8 @@ from typing import Mapping
 
 from fastkafka import errors
 from fastkafka.cluster.embedded import TopicInfo
+from fastkafka.config.definitions import (BROKER_ID, CLUSTER_METADATA_WAIT_MS, DEFAULT_REPLICATION_FACTOR,
+                                          DELETE_TOPIC_ENABLE)
 
 from .topics import TopicManager
 
@@ -64,8 +66,8 @@ class ClusterTopicManager(TopicManager):
 
     def __init__(self, config, logs, metadata, purgatory=None):
         super().__init__(config, logs, metadata, purgatory)
-        self.broker_id = config["broker.id"]
-        self._wait_s = config["cluster.metadata.wait.ms"] / 1000
+        self.broker_id = config[BROKER_ID]
+        self._wait_s = config[CLUSTER_METADATA_WAIT_MS] / 1000
         self._applied: dict[str, Mapping[str, str]] = {}   # topic -> overrides its logs run with
 
     # --- reads ---
@@ -151,7 +153,7 @@ class ClusterTopicManager(TopicManager):
                configs: Mapping[str, str | None] | None = None, assignments=()) -> TopicInfo:
         configs = {k: v for k, v in (configs or {}).items() if v is not None}
         n, _ = self.validate_create(name, num_partitions, replication_factor, configs, assignments)
-        rf = replication_factor if replication_factor != -1 else self.config["default.replication.factor"]
+        rf = replication_factor if replication_factor != -1 else self.config[DEFAULT_REPLICATION_FACTOR]
         given = {a.partition_index: tuple(a.broker_ids) for a in assignments} if assignments else None
         try:
             info = self._metadata.create_topic(name, n, configs, replication_factor=rf, assignment=given)
@@ -173,7 +175,7 @@ class ClusterTopicManager(TopicManager):
         log.info("topic %s now has %d partitions (was %d)", name, count, info.partitions)
 
     def delete(self, name: str) -> None:
-        if not self.config["delete.topic.enable"]:
+        if not self.config[DELETE_TOPIC_ENABLE]:
             raise errors.TopicDeletionDisabledError("Topic deletion is disabled.")
         self._metadata.delete_topic(name)
         self._metadata.wait_until(lambda: self._metadata.get(name) is None, self._wait_s)

@@ -73,6 +73,12 @@ from fastkafka.coordinator import OFFSETS_TOPIC, GroupCoordinator, LogOffsetsSto
 from fastkafka.coordinator.producer_ids import FileBlockStore, ProducerIdManager
 from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 from fastkafka.coordinator.coordinator import wall_clock_ms
+from fastkafka.config.definitions import (OFFSETS_COMMIT_REQUIRED_ACKS, OFFSETS_COMMIT_TIMEOUT_MS,
+                                          OFFSETS_LOAD_BUFFER_SIZE, OFFSETS_TOPIC_COMPRESSION_CODEC,
+                                          OFFSETS_TOPIC_NUM_PARTITIONS, OFFSETS_TOPIC_SEGMENT_BYTES,
+                                          PRODUCER_ID_BLOCK_SIZE, REQUEST_TIMEOUT_MS,
+                                          TRANSACTION_STATE_LOG_LOAD_BUFFER_SIZE, TRANSACTION_STATE_LOG_MIN_ISR,
+                                          TRANSACTION_STATE_LOG_NUM_PARTITIONS, TRANSACTION_STATE_LOG_SEGMENT_BYTES)
 
 from .coordinator_writer import CoordinatorPartitionWriter
 from .partition import ACKS_ALL, LEADER
@@ -114,17 +120,17 @@ class CoordinationService:
         self._unavailable_logged: str | None = None
         n = self._offsets_partitions()
         writer = CoordinatorPartitionWriter(
-            topics, replicas, OFFSETS_TOPIC, required_acks=cfg["offsets.commit.required.acks"],
-            timeout_ms=cfg["offsets.commit.timeout.ms"]) if self._cluster else None
+            topics, replicas, OFFSETS_TOPIC, required_acks=cfg[OFFSETS_COMMIT_REQUIRED_ACKS],
+            timeout_ms=cfg[OFFSETS_COMMIT_TIMEOUT_MS]) if self._cluster else None
         store = LogOffsetsStore(n, lambda p: topics.log(OFFSETS_TOPIC, p),
-                                compression=cfg["offsets.topic.compression.codec"],
-                                read_chunk=cfg["offsets.load.buffer.size"], writer=writer)
+                                compression=cfg[OFFSETS_TOPIC_COMPRESSION_CODEC],
+                                read_chunk=cfg[OFFSETS_LOAD_BUFFER_SIZE], writer=writer)
         self.groups = GroupCoordinator.from_config(cfg, store, load=False)
         self.groups.topic_metadata = self._topic_metadata        # what consumer groups are assigned
         # what regex subscriptions match: internal topics never (as consumers exclude them by default)
         self.groups.topic_names = lambda: [n for n in topics.all() if n not in INTERNAL_TOPICS]
         self.producer_ids = ProducerIdManager(self._producer_id_store(zk_client),
-                                              block_size=cfg["producer.id.block.size"])
+                                              block_size=cfg[PRODUCER_ID_BLOCK_SIZE])
         self.transactions: TransactionCoordinator | None = None
         self._transactions_lock = threading.Lock()
         self._markers: RemoteMarkerWriter | None = None
@@ -174,21 +180,21 @@ class CoordinationService:
         if self._cluster:       # created by transaction_state_unavailable, replicated
             n = topics.get(TRANSACTION_STATE_TOPIC).partitions
         else:                   # one broker, one replica (whatever the factor says)
-            n = self._ensure_topic(TRANSACTION_STATE_TOPIC, cfg["transaction.state.log.num.partitions"],
-                                   1, cfg["transaction.state.log.segment.bytes"],
-                                   {"min.insync.replicas": str(cfg["transaction.state.log.min.isr"])})
+            n = self._ensure_topic(TRANSACTION_STATE_TOPIC, cfg[TRANSACTION_STATE_LOG_NUM_PARTITIONS],
+                                   1, cfg[TRANSACTION_STATE_LOG_SEGMENT_BYTES],
+                                   {"min.insync.replicas": str(cfg[TRANSACTION_STATE_LOG_MIN_ISR])})
         extra = {}
         if self._cluster:
             writer = CoordinatorPartitionWriter(topics, self.replicas, TRANSACTION_STATE_TOPIC,
-                                                required_acks=ACKS_ALL, timeout_ms=cfg["request.timeout.ms"])
+                                                required_acks=ACKS_ALL, timeout_ms=cfg[REQUEST_TIMEOUT_MS])
             self._markers = markers = RemoteMarkerWriter(self.broker_id, self.metadata, self.replicas.address,
-                                                         self.replicas.security, cfg["request.timeout.ms"])
+                                                         self.replicas.security, cfg[REQUEST_TIMEOUT_MS])
             extra = dict(owns_partition=self._leads_transactions, coordinator_epoch=self._transactions_epoch,
                          complete_in=self._complete_later, completion_wait_ms=COMPLETION_WAIT_MS)
         else:
             writer, markers = None, LocalMarkerWriter(topics, self.groups)
         store = LogOffsetsStore(n, lambda p: topics.log(TRANSACTION_STATE_TOPIC, p),
-                                read_chunk=cfg["transaction.state.log.load.buffer.size"], writer=writer)
+                                read_chunk=cfg[TRANSACTION_STATE_LOG_LOAD_BUFFER_SIZE], writer=writer)
         tc = TransactionCoordinator.from_config(cfg, store, self.producer_ids, markers, clock=wall_clock_ms,
                                                 **extra)
         self._txn_thread.start()
@@ -245,12 +251,12 @@ class CoordinationService:
         """The partition count of ``__consumer_offsets``, created first where it can be."""
         cfg = self.config
         if not self._cluster:     # one broker, one replica (Kafka's single-broker setups set 1)
-            return self._ensure_topic(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], 1,
-                                      cfg["offsets.topic.segment.bytes"])
+            return self._ensure_topic(OFFSETS_TOPIC, cfg[OFFSETS_TOPIC_NUM_PARTITIONS], 1,
+                                      cfg[OFFSETS_TOPIC_SEGMENT_BYTES])
         self.offsets_topic_unavailable()
         info = self.topics.get(OFFSETS_TOPIC)
         # not created yet: it will be, with this count (Kafka's partitionFor falls back to it too)
-        return info.partitions if info is not None else cfg["offsets.topic.num.partitions"]
+        return info.partitions if info is not None else cfg[OFFSETS_TOPIC_NUM_PARTITIONS]
 
     def offsets_topic_unavailable(self) -> str | None:
         """Cluster mode: create ``__consumer_offsets`` if it is missing and enough brokers are
@@ -259,8 +265,8 @@ class CoordinationService:
         cfg = self.config
         return self._internal_topic_unavailable(
             OFFSETS_TOPIC, "offsets topic", "offsets.topic.replication.factor",
-            lambda rf: self._ensure_topic(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], rf,
-                                          cfg["offsets.topic.segment.bytes"]))
+            lambda rf: self._ensure_topic(OFFSETS_TOPIC, cfg[OFFSETS_TOPIC_NUM_PARTITIONS], rf,
+                                          cfg[OFFSETS_TOPIC_SEGMENT_BYTES]))
 
     def transaction_state_unavailable(self) -> str | None:
         """Cluster mode: the same for ``__transaction_state`` and
@@ -268,9 +274,9 @@ class CoordinationService:
         cfg = self.config
         return self._internal_topic_unavailable(
             TRANSACTION_STATE_TOPIC, "transaction state topic", "transaction.state.log.replication.factor",
-            lambda rf: self._ensure_topic(TRANSACTION_STATE_TOPIC, cfg["transaction.state.log.num.partitions"],
-                                          rf, cfg["transaction.state.log.segment.bytes"],
-                                          {"min.insync.replicas": str(cfg["transaction.state.log.min.isr"])}))
+            lambda rf: self._ensure_topic(TRANSACTION_STATE_TOPIC, cfg[TRANSACTION_STATE_LOG_NUM_PARTITIONS],
+                                          rf, cfg[TRANSACTION_STATE_LOG_SEGMENT_BYTES],
+                                          {"min.insync.replicas": str(cfg[TRANSACTION_STATE_LOG_MIN_ISR])}))
 
     def _internal_topic_unavailable(self, topic: str, what: str, rf_name: str, create) -> str | None:
         if self.topics.get(topic) is not None:

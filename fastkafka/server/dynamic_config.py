@@ -51,7 +51,7 @@ DEFAULT_ENTITY = "<default>"
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 4, 5
 #: broker keys only one broker may set at run time, not the cluster default (Kafka's listener
 #: configs): the GSSAPI/OAUTHBEARER login settings, accepted without effect
-PER_BROKER = frozenset(k.name for k in SASL_LOGIN_KEYS)
+PER_BROKER = frozenset(SASL_LOGIN_KEYS)
 #: broker keys that change at run time: the broker-wide defaults of topic configs, the
 #: replication throttle rates and PER_BROKER
 RECONFIGURABLE = frozenset([k.name for k in TOPIC_KEYS.values() if k.name in KEYS]

@@ -66,6 +66,8 @@ from collections import OrderedDict
 from typing import Callable, Hashable
 
 from fastkafka import errors
+from fastkafka.config.definitions import (MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
+                                          MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS)
 
 __all__ = ["FetchSessionCache", "FetchContext", "CachedPartition", "INVALID_SESSION_ID", "INITIAL_EPOCH",
            "FINAL_EPOCH", "next_epoch"]
@@ -204,7 +206,7 @@ class FetchSessionCache:
 
     @classmethod
     def from_config(cls, cfg) -> "FetchSessionCache":
-        return cls(cfg["max.incremental.fetch.session.cache.slots"], cfg["min.incremental.fetch.session.eviction.ms"])
+        return cls(cfg[MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS], cfg[MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS])
 
     # --- metrics (Kafka's FetchSessionCache gauges) ---
     def num_sessions(self) -> int:

@@ -37,6 +37,8 @@ from fastkafka.security import (AuthenticationFailed, PlainServer, ScramCredenti
 from fastkafka.client.security import ClientSecurity
 from fastkafka.security.principal_mapping import PrincipalMapper
 from fastkafka.security.tls import TlsConfigError, client_context, principal_name, server_context
+from fastkafka.config.definitions import (INTER_BROKER_LISTENER_NAME, LISTENER_SECURITY_PROTOCOL_MAP,
+                                          SASL_MECHANISM_INTER_BROKER_PROTOCOL, SECURITY_INTER_BROKER_PROTOCOL)
 
 __all__ = ["ListenerSecurity", "Session", "listener_security", "inter_broker_security",
            "SecurityConfigError", "PROTOCOLS", "SASL_MECHANISMS"]
@@ -174,12 +176,12 @@ def _plain_users(cfg, listener: str) -> dict[str, str]:
 
 def inter_broker_security(cfg) -> tuple[str, ClientSecurity]:
     """(the inter-broker listener's name, how this broker connects to the others on it)."""
-    named, protocol_name = cfg["inter.broker.listener.name"], cfg["security.inter.broker.protocol"]
+    named, protocol_name = cfg[INTER_BROKER_LISTENER_NAME], cfg[SECURITY_INTER_BROKER_PROTOCOL]
     if named and "security.inter.broker.protocol" in cfg.originals:
         raise SecurityConfigError("Only one of inter.broker.listener.name and "
                                   "security.inter.broker.protocol should be set.")
     listener = (named or protocol_name).upper()
-    protocol = _protocol_map(cfg["listener.security.protocol.map"]).get(listener)
+    protocol = _protocol_map(cfg[LISTENER_SECURITY_PROTOCOL_MAP]).get(listener)
     if protocol is None:
         raise SecurityConfigError(f"inter-broker listener {listener} has no security protocol in "
                                   "listener.security.protocol.map")
@@ -191,7 +193,7 @@ def inter_broker_security(cfg) -> tuple[str, ClientSecurity]:
             raise SecurityConfigError(f"inter-broker listener {listener}: {e}") from None
     mechanism = username = password = None
     if protocol.startswith("SASL_"):
-        mechanism = cfg["sasl.mechanism.inter.broker.protocol"].upper()
+        mechanism = cfg[SASL_MECHANISM_INTER_BROKER_PROTOCOL].upper()
         if mechanism not in SASL_MECHANISMS:
             raise SecurityConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism}: fastkafka "
                                       f"offers {', '.join(SASL_MECHANISMS)}")
@@ -206,7 +208,7 @@ def inter_broker_security(cfg) -> tuple[str, ClientSecurity]:
 def listener_security(cfg, listeners: list[tuple[str, str, int]],
                       scram_credentials: ScramLookup | None) -> dict[str, ListenerSecurity]:
     """Every listener's :class:`ListenerSecurity`; SecurityConfigError names what cannot work."""
-    mapping = _protocol_map(cfg["listener.security.protocol.map"])
+    mapping = _protocol_map(cfg[LISTENER_SECURITY_PROTOCOL_MAP])
     out = {}
     for name, _host, _port in listeners:
         proto = mapping.get(name)

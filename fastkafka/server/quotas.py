@@ -47,6 +47,7 @@ from fastkafka.protocol.messages.core import fetch_replica_id
 from fastkafka.security.client_quotas import (CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE,
                                               REQUEST_PERCENTAGE, QuotaBounds, QuotaEntity)
 from fastkafka.security.quota_rate import QuotaSensor, TokenBucketSensor
+from fastkafka.config.definitions import QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE_SECONDS
 
 from .mutation_quota import UNBOUNDED, ControllerMutationQuota
 
@@ -166,7 +167,7 @@ class ClientQuotas:
 
     @classmethod
     def from_config(cls, config, store: Callable[[], object]) -> "ClientQuotas":
-        return cls(config["quota.window.num"], config["quota.window.size.seconds"], store)
+        return cls(config[QUOTA_WINDOW_NUM], config[QUOTA_WINDOW_SIZE_SECONDS], store)
 
     # --- configs ---
     def bind(self) -> None:

@@ -64,6 +64,9 @@ from fastkafka import errors
 from fastkafka.client.connection import BrokerConnection
 from fastkafka.client.security import ClientSecurity
 from fastkafka.protocol import ApiKey
+from fastkafka.config.definitions import (REPLICA_FETCH_BACKOFF_MS, REPLICA_FETCH_MAX_BYTES, REPLICA_FETCH_MIN_BYTES,
+                                          REPLICA_FETCH_RESPONSE_MAX_BYTES, REPLICA_FETCH_WAIT_MAX_MS,
+                                          REPLICA_SOCKET_TIMEOUT_MS)
 
 from .replication_quota import ReplicationQuota
 
@@ -100,12 +103,12 @@ class ReplicaFetcher:
         self._security = security
         self._quota = quota
         self._address, self._logs = address, logs
-        self._wait_ms = config["replica.fetch.wait.max.ms"]
-        self._min_bytes = config["replica.fetch.min.bytes"]
-        self._max_bytes = config["replica.fetch.max.bytes"]
-        self._response_max_bytes = config["replica.fetch.response.max.bytes"]
-        self._backoff_s = config["replica.fetch.backoff.ms"] / 1000
-        self._timeout_ms = config["replica.socket.timeout.ms"]
+        self._wait_ms = config[REPLICA_FETCH_WAIT_MAX_MS]
+        self._min_bytes = config[REPLICA_FETCH_MIN_BYTES]
+        self._max_bytes = config[REPLICA_FETCH_MAX_BYTES]
+        self._response_max_bytes = config[REPLICA_FETCH_RESPONSE_MAX_BYTES]
+        self._backoff_s = config[REPLICA_FETCH_BACKOFF_MS] / 1000
+        self._timeout_ms = config[REPLICA_SOCKET_TIMEOUT_MS]
         self._parts: dict[tuple[str, int], _FetchState] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()

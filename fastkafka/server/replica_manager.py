@@ -40,6 +40,7 @@ from kazoo.exceptions import KazooException
 
 from fastkafka.cluster import znodes
 from fastkafka.log.scheduler import wall_clock_ms
+from fastkafka.config.definitions import BROKER_ID, NUM_REPLICA_FETCHERS, REPLICA_LAG_TIME_MAX_MS
 
 from .listener_security import inter_broker_security
 from .partition import FOLLOWER, LEADER, Partition
@@ -58,14 +59,14 @@ class ReplicaManager:
     def __init__(self, config, topics, metadata, fetch_purgatory: Purgatory, metrics=None):
         self.config = config
         self.metrics = metrics      # BrokerMetrics (metrics.port) or None
-        self.broker_id = config["broker.id"]
+        self.broker_id = config[BROKER_ID]
         self.topics = topics
         self.metadata = metadata
         self.fetch_purgatory = fetch_purgatory
         self.produce_purgatory = Purgatory("produce")
         self.delete_records_purgatory = Purgatory("delete-records")
-        self._lag_ms = config["replica.lag.time.max.ms"]
-        self._fetchers_per_leader = config["num.replica.fetchers"]
+        self._lag_ms = config[REPLICA_LAG_TIME_MAX_MS]
+        self._fetchers_per_leader = config[NUM_REPLICA_FETCHERS]
         self._listener, self.security = inter_broker_security(config)   # how this broker reaches the others
         self._partitions: dict[tuple[str, int], Partition] = {}
         self.isr_shrinks = self.isr_expands = 0     # ISR changes this leader wrote (metrics)

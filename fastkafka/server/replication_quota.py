@@ -30,6 +30,8 @@ from typing import Callable
 
 from fastkafka.config.keys import LONG_MAX
 from fastkafka.security.quota_rate import QuotaSensor
+from fastkafka.config.definitions import (BROKER_ID, REPLICATION_QUOTA_WINDOW_NUM,
+                                          REPLICATION_QUOTA_WINDOW_SIZE_SECONDS)
 
 __all__ = ["ReplicationQuota", "LEADER_RATE", "FOLLOWER_RATE"]
 
@@ -56,8 +58,8 @@ class ReplicationQuota:
     @classmethod
     def from_config(cls, config, rate: str) -> "ReplicationQuota":
         """The throttle of broker config ``rate`` (LEADER_RATE or FOLLOWER_RATE)."""
-        return cls(config["broker.id"], config[rate], config["replication.quota.window.num"],
-                   config["replication.quota.window.size.seconds"] * 1000.0)
+        return cls(config[BROKER_ID], config[rate], config[REPLICATION_QUOTA_WINDOW_NUM],
+                   config[REPLICATION_QUOTA_WINDOW_SIZE_SECONDS] * 1000.0)
 
     @staticmethod
     def _bound(bound: float) -> float:

@@ -32,6 +32,8 @@ from typing import Mapping
 from fastkafka import errors
 from fastkafka.cluster.embedded import EmbeddedMetadata, TopicInfo, validate_topic_name
 from fastkafka.config import ConfigException, KafkaConfig, LogConfig
+from fastkafka.config.definitions import (AUTO_CREATE_TOPICS_ENABLE, BROKER_ID, DEFAULT_REPLICATION_FACTOR,
+                                          DELETE_TOPIC_ENABLE, NUM_PARTITIONS)
 
 __all__ = ["TopicManager", "INTERNAL_TOPICS"]
 
@@ -68,7 +70,7 @@ class TopicManager:
 
     def live_brokers(self):
         """Brokers new replicas may be placed on: this one (cluster mode: every registered broker)."""
-        return (self.config["broker.id"],)
+        return (self.config[BROKER_ID],)
 
     def get(self, topic: str) -> TopicInfo | None:
         return self._metadata.get(topic)
@@ -146,9 +148,9 @@ class TopicManager:
             num_partitions = len(assignments)
         else:
             if num_partitions == -1:
-                num_partitions = self.config["num.partitions"]
+                num_partitions = self.config[NUM_PARTITIONS]
             if replication_factor == -1:
-                replication_factor = self.config["default.replication.factor"]
+                replication_factor = self.config[DEFAULT_REPLICATION_FACTOR]
             if num_partitions <= 0:
                 raise errors.InvalidPartitionsError("Number of partitions must be larger than 0.")
             if replication_factor <= 0:
@@ -177,7 +179,7 @@ class TopicManager:
 
     def auto_create(self, name: str) -> TopicInfo | None:
         """Create ``name`` with the broker defaults if it is still missing; None if not allowed."""
-        if not self.config["auto.create.topics.enable"] or name in INTERNAL_TOPICS:
+        if not self.config[AUTO_CREATE_TOPICS_ENABLE] or name in INTERNAL_TOPICS:
             return None
         try:
             return self.create(name)
@@ -185,7 +187,7 @@ class TopicManager:
             return self._metadata.get(name)
 
     def delete(self, name: str) -> None:
-        if not self.config["delete.topic.enable"]:
+        if not self.config[DELETE_TOPIC_ENABLE]:
             raise errors.TopicDeletionDisabledError("Topic deletion is disabled.")
         with self._lock:
             info = self._metadata.delete_topic(name)

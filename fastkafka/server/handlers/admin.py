@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from fastkafka import errors
 from fastkafka.protocol.types import UUID_ZERO
+from fastkafka.config.definitions import DEFAULT_REPLICATION_FACTOR
 
 from ..authorizer import TOPIC, AclOperation
 from ..mutation_quota import mutation_quota
@@ -113,7 +114,7 @@ def handle_create_topics(ctx, req):
             cfg = topics.validate_configs(configs)
         if ctx.version >= 5:
             rf = (len(t.assignments[0].broker_ids) if t.assignments else t.replication_factor
-                  if t.replication_factor != -1 else ctx.broker.config["default.replication.factor"])
+                  if t.replication_factor != -1 else ctx.broker.config[DEFAULT_REPLICATION_FACTOR])
             described[t.name] = (n, rf, cfg, {k: v for k, v in configs.items() if v is not None})
 
     def result(t, code, msg):

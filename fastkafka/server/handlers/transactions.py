@@ -25,6 +25,7 @@ from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata
 from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.protocol import ApiKey
+from fastkafka.config.definitions import REQUEST_TIMEOUT_MS
 
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, AclOperation
 from ..delayed_partitions import wait_for_acks_all
@@ -166,7 +167,7 @@ def handle_write_txn_markers(ctx, req):
             cls.Markers.Topics(name=name, partitions=[cls.Markers.Topics.Partitions(**kw) for kw in parts])
             for name, parts in topics]) for pid, topics in markers])
     if waiting:
-        wait_for_acks_all(broker.config["request.timeout.ms"], waiting, lambda: ctx.send(response()),
+        wait_for_acks_all(broker.config[REQUEST_TIMEOUT_MS], waiting, lambda: ctx.send(response()),
                           broker.replicas.produce_purgatory)
         return DELAYED
     return response()
