@@ -19,13 +19,13 @@ import time
 import timeit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server"), os.path.join(ROOT, "bench")]
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,  # noqa: E402
                                    NewTopic, ResourcePatternType, ResourceType)
 
-from brokers import free_port, serve_process, wait_listening  # noqa: E402
+from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
 
 from fastkafka.security.acl import (AclBinding as Binding, AclOperation as Op,  # noqa: E402
                                     AclPermissionType as Perm, AclSnapshot, AuthorizationRules,

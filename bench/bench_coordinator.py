@@ -23,7 +23,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server")]
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 

@@ -39,12 +39,12 @@ import time
 from datetime import datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "cluster"), os.path.join(ROOT, "tests", "server")]
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from harness import SESSION_MS, Cluster, wait_for  # noqa: E402
-from zk import Ensemble  # noqa: E402
+from support.harness import SESSION_MS, Cluster, wait_for  # noqa: E402
+from support.zk import Ensemble  # noqa: E402
 
 from fastkafka import protocol as P  # noqa: E402
 from fastkafka import records  # noqa: E402

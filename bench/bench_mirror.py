@@ -31,12 +31,12 @@ import time
 import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server")]
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient as CAdmin, NewTopic  # noqa: E402
 
-from brokers import free_port, serve_process, wait_listening  # noqa: E402
+from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
 from fastkafka.client import AdminClient, Cluster  # noqa: E402
 from fastkafka.client.fetcher import EARLIEST, Fetcher  # noqa: E402
 from fastkafka.mirror import Mirror  # noqa: E402

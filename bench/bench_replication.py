@@ -19,12 +19,12 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "cluster"), os.path.join(ROOT, "tests", "server")]
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from harness import Cluster, wait_for  # noqa: E402
-from zk import Ensemble  # noqa: E402
+from support.harness import Cluster, wait_for  # noqa: E402
+from support.zk import Ensemble  # noqa: E402
 
 VALUE = 1000
 

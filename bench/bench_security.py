@@ -27,15 +27,15 @@ import time
 import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server"), os.path.join(ROOT, "tests", "clients"),
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"),
                 os.path.join(ROOT, "bench")]
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo,  # noqa: E402
                                    ScramMechanism, UserScramCredentialUpsertion)
 
-from brokers import free_port, serve_process, wait_listening  # noqa: E402
-from certs import make_certs  # noqa: E402
+from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
+from support.certs import make_certs  # noqa: E402
 from loadgen import cpu_seconds  # noqa: E402
 
 from fastkafka.client.config import ClientConfig  # noqa: E402

@@ -30,9 +30,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "tests", "clients")]
+sys.path[:0] = [os.path.join(ROOT, "tests")]
 
-from certs import make_certs  # noqa: E402
+from support.certs import make_certs  # noqa: E402
 
 CLIENT = """
 import socket, ssl, sys

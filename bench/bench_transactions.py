@@ -31,11 +31,11 @@ import time
 import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server"), os.path.join(ROOT, "tests", "cluster")]
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from brokers import free_port, serve_process, wait_listening  # noqa: E402
+from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
 
 VALUE = 1000
 PER_TXN = 1000
@@ -66,8 +66,8 @@ def embedded(data: str):
 
 @contextlib.contextmanager
 def cluster(data: str):
-    from harness import Cluster   # noqa: PLC0415 (tests/cluster: real ZooKeeper and brokers)
-    from zk import Ensemble        # noqa: PLC0415
+    from support.harness import Cluster   # noqa: PLC0415 (tests/support: real ZooKeeper and brokers)
+    from support.zk import Ensemble        # noqa: PLC0415
     with Ensemble(os.path.join(data, "zk")) as zk, Cluster(data, zk.connect, 3) as c:
         yield c.bootstrap
 

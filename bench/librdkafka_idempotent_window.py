@@ -16,11 +16,11 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "server")]
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from brokers import free_port, serve_process, wait_listening  # noqa: E402
+from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
 
 CASES = {"plain": {}, "idempotent": {"enable.idempotence": True}}
 

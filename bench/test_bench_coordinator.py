@@ -8,7 +8,7 @@ import pytest
 from bench_coordinator import (coordinator_commits_per_s, offset_appends_per_s, rebalance_seconds, roundtrips_per_s,
                                solo_join_seconds, sync_commits_per_s)
 from benchkit import SelfTimed, compare, pick
-from brokers import running_broker
+from support.brokers import running_broker
 from confluent_kafka.admin import AdminClient, NewTopic
 
 MEMBERS = pick(10, 2)

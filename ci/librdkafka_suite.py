@@ -193,9 +193,9 @@ class ThreeBrokers:
     harness (real processes, as there)."""
 
     def __init__(self, work: pathlib.Path, auto_create: bool = True):
-        sys.path.insert(0, str(ROOT / "tests" / "cluster"))
-        from harness import Cluster      # noqa: PLC0415  (test support, only for these tests)
-        from zk import Ensemble          # noqa: PLC0415
+        sys.path.insert(0, str(ROOT / "tests"))
+        from support.harness import Cluster      # noqa: PLC0415  (test support, only for these tests)
+        from support.zk import Ensemble          # noqa: PLC0415
         self._zk = Ensemble(work / "zk").start()
         try:
             self._cluster = Cluster(work, f"{self._zk.connect}/rdk", 3, **broker_props(auto_create)).start()

@@ -17,18 +17,16 @@ number can only go down."""
 import doctest
 import importlib
 import importlib.util
-import os
 import pathlib
 import pkgutil
 import re
-import sys
 
 import pytest
 
 import fastkafka
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "cluster"))
-from zk import Ensemble, java_available  # noqa: E402
+from support.zk import Ensemble, java_available
+
 
 SKIPPED = 0       # examples still marked +SKIP
 ZK_GLOBAL = "zk_connect"

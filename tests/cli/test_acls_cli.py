@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-from brokers import running_broker  # (tests/server, via conftest)
 from confluent_kafka.admin import AclBindingFilter as CkFilter
 from confluent_kafka.admin import AclOperation as CkOp
 from confluent_kafka.admin import AclPermissionType as CkPerm
@@ -22,6 +21,8 @@ from confluent_kafka.admin import ResourceType as CkType
 from fastkafka.cli import acls
 from fastkafka.config import KafkaConfig
 from fastkafka.server.broker import Broker
+
+from support.brokers import running_broker
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

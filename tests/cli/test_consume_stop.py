@@ -9,7 +9,8 @@ import time
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
-from rdkafka_helpers import confluent_write  # (tests/client, via conftest)
+
+from support.rdkafka_helpers import confluent_write
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 N = 20_000

@@ -12,13 +12,9 @@ import subprocess
 import sys
 
 import pytest
-from brokers import running_broker  # (tests/server, via conftest)
 
 from fastkafka.client.admin import AdminClient
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
-from harness import Cluster, wait_for  # noqa: E402
-from zk import Ensemble, java_available  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,6 +35,10 @@ INPUT_FILES = {   # files the examples name, with lines of the shape they descri
                          '{"topic":"orders","partition":1,"replicas":[3,1]}]}',
     "partitions.json": '{"partitions":[{"topic":"orders","partition":0},{"topic":"orders","partition":2}]}',
 }
+
+from support.brokers import running_broker
+from support.harness import Cluster, wait_for
+from support.zk import Ensemble, java_available
 
 
 def help_examples(tool: str) -> list[str]:

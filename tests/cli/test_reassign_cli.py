@@ -8,7 +8,6 @@ malformed JSON, unsupported options) reported in one line with exit status 1."""
 import json
 import os
 import signal
-import sys
 import time
 
 import pytest
@@ -17,10 +16,9 @@ from fastkafka.cli import leader_election, reassign
 from fastkafka.client import Producer, ProducerData
 from fastkafka.client.admin import BROKER_RESOURCE, AdminClient
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
-from harness import Cluster, wait_for  # noqa: E402
-from test_replication import LONG_SESSION_MS  # noqa: E402
-from zk import Ensemble, java_available  # noqa: E402
+from support.harness import LONG_SESSION_MS, Cluster, wait_for
+from support.zk import Ensemble, java_available
+
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(600)]
 

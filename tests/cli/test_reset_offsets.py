@@ -7,9 +7,10 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from rdkafka_helpers import confluent_write  # (tests/client, via conftest)
 
 from fastkafka.cli import groups
+
+from support.rdkafka_helpers import confluent_write
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(60)]
 

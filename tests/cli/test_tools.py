@@ -6,10 +6,11 @@ import subprocess
 import sys
 
 import pytest
-from rdkafka_helpers import confluent_read, confluent_write  # (tests/client, via conftest)
 
 from fastkafka.cli import consume, groups, perf, produce, topics  # noqa: E402
 from fastkafka.uuids import uuid_text
+
+from support.rdkafka_helpers import confluent_read, confluent_write
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(60)]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

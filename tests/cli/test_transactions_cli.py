@@ -19,9 +19,7 @@ import sys
 import time
 
 import pytest
-from brokers import running_broker  # (tests/server, via conftest)
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from test_help_examples import help_examples, run_examples
 
 from fastkafka.client.admin import AdminClient
 from fastkafka.coordinator import partition_for
@@ -29,10 +27,11 @@ from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC
 from fastkafka.protocol import ApiKey
 from fastkafka.records import build_batch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
-from harness import Cluster  # noqa: E402
-from test_replication import create_replicated  # noqa: E402
-from zk import Ensemble, java_available  # noqa: E402
+from support.brokers import running_broker
+from support.harness import Cluster, create_replicated
+from support.zk import Ensemble, java_available
+from test_help_examples import help_examples, run_examples
+
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(300)]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -285,7 +284,6 @@ def test_the_help_examples_run(tmp_path_factory, tmp_path):
         assert not failures, "\n".join(failures)
         assert table(b.bootstrap, "find-hanging", "--topic", "orders") == []
         assert read_committed(b.bootstrap, "orders", 1) == ([], at + 2)      # past the stray write and its marker
-
 
 
 CLUSTER_TOPIC = "txcli-cluster"

@@ -1,12 +1,10 @@
 """One in-process broker per test module (topics are per test, so tests stay independent)."""
 import itertools
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
-from brokers import running_broker  # noqa: E402
+from support.brokers import running_broker
+
 
 _names = itertools.count()
 

@@ -3,13 +3,14 @@ trips of literal and prefixed ACLs, filters (ANY fields, MATCH), what a refused 
 that the valid others are stored, the errors of a broker without an authorizer and of a client that
 is not a super user, and v0 (which has no pattern type) never turning a prefixed ACL into a literal one."""
 import pytest
-from brokers import running_broker  # (tests/server, via conftest)
 
 from fastkafka import errors
 from fastkafka.client.admin import AdminClient
 from fastkafka.protocol import ApiKey
 from fastkafka.security.acl import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType,
                                     ResourceType)
+
+from support.brokers import running_broker
 
 pytestmark = pytest.mark.timeout(60)
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"

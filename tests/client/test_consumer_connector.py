@@ -3,7 +3,6 @@ import threading
 import time
 
 import pytest
-from rdkafka_helpers import confluent_write, create_topic
 
 from fastkafka.client import Producer, ProducerData
 from fastkafka.client.admin import AdminClient
@@ -19,6 +18,8 @@ pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 
 GROUP_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,
               ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.LEAVE_GROUP)
+
+from support.rdkafka_helpers import confluent_write, create_topic
 
 
 @pytest.fixture(autouse=True)

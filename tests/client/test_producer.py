@@ -4,7 +4,6 @@ import time
 
 import pytest
 from confluent_kafka import Producer as CkProducer
-from rdkafka_helpers import confluent_read, create_topic
 
 from fastkafka import errors, records
 from fastkafka.client import (CallbackHandler, HashPartitioner, Murmur2Partitioner, Producer,
@@ -12,6 +11,8 @@ from fastkafka.client import (CallbackHandler, HashPartitioner, Murmur2Partition
 from fastkafka.client.connection import BrokerConnection
 from fastkafka.client.simple_consumer import FetchRequest, SimpleConsumer
 from fastkafka.protocol import ApiKey
+
+from support.rdkafka_helpers import confluent_read, create_topic
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(60)]
 

@@ -1,6 +1,5 @@
 """SimpleConsumer and fetch_arrow reading what confluent-kafka (librdkafka) wrote to our broker."""
 import pytest
-from rdkafka_helpers import confluent_read, confluent_write, create_topic
 
 from fastkafka import errors
 from fastkafka.client import Producer, ProducerData
@@ -10,6 +9,8 @@ pytestmark = [pytest.mark.clients, pytest.mark.timeout(60)]
 
 MSGS = [(b"k%d" % i if i % 3 else None, b"value-%d" % i * (i % 7 + 1),
          [("i", b"%d" % i)] if i % 2 else None, None, 1_700_000_000_000 + i) for i in range(500)]
+
+from support.rdkafka_helpers import confluent_read, confluent_write, create_topic
 
 
 def consumer(broker, **kw):

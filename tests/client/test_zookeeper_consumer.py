@@ -1,7 +1,5 @@
 """The seeds' ZooKeeper consumer: ConsumerConnectors grouped through a real ZooKeeper, reading a
 real broker registered in it (issue 8 item 5)."""
-import os
-import sys
 import threading
 
 import pytest
@@ -15,9 +13,9 @@ from fastkafka.client.consumer_connector import create_consumer as broker_group_
 from fastkafka.cluster import znodes
 from fastkafka.config import ConfigException
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
-from harness import Cluster, wait_for  # noqa: E402
-from zk import Ensemble, java_available  # noqa: E402
+from support.harness import Cluster, wait_for
+from support.zk import Ensemble, java_available
+
 
 pytestmark = [pytest.mark.zk, pytest.mark.clients, pytest.mark.timeout(180)]
 TOPIC, PARTS = "zkstreams", 6

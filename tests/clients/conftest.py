@@ -1,10 +1,8 @@
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
-from brokers import running_broker  # noqa: E402
+from support.brokers import running_broker
+
 
 pytestmark = pytest.mark.clients
 

@@ -325,7 +325,7 @@ def test_acls_survive_a_restart(tmp_path):
 def test_certificate_principals_mapped_by_rules(tmp_path):
     """mTLS: ssl.principal.mapping.rules turns alice's subject (CN=alice,O=Acme,C=DE) into
     User:alice, the super user here; a trusted certificate no rule names is refused at once."""
-    from certs import make_certs
+    from support.certs import make_certs
     certs = make_certs(tmp_path / "certs")
     with acl_broker(tmp_path / "data", **{
             "listeners": "SSL://127.0.0.1:0", "listener.security.protocol.map": "SSL:SSL",

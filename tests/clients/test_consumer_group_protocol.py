@@ -4,17 +4,14 @@ members at once, offsets committed on revocation carry the handover with nothing
 a leaving member's partitions go back; classic groups keep working beside consumer groups (and a
 classic consumer may join a consumer group: tests/clients/test_group_migration_clients.py has the
 migration); and ConsumerGroupDescribe answers raw clients and the AdminClient."""
-import os
-import sys
 import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
-from brokers import running_broker  # noqa: E402
+from support.brokers import running_broker
+from support.raw_client import RawClient
 from group_members import PARTITIONS, Member, create_topic, poll_until, produce, values  # noqa: E402
-from raw_client import RawClient  # noqa: E402
 
 from fastkafka.protocol import ApiKey  # noqa: E402
 

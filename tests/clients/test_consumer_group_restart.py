@@ -6,8 +6,6 @@ A consumer that read records without committing them goes on after its coordinat
 loss of its partitions, so it neither rejoins nor re-reads from the committed offsets.
 A consumer subscribed to ``^prefix.*`` gets the matching topics, not the others, and a matching
 topic created later joins its assignment."""
-import os
-import sys
 import time
 import uuid
 
@@ -15,8 +13,7 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
-from brokers import free_port, running_broker  # noqa: E402
+from support.brokers import free_port, running_broker
 from test_consumer_group_protocol import produce as produce_over  # noqa: E402
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(150)]

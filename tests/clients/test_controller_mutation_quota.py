@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from brokers import running_broker
+from support.brokers import running_broker
+
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 

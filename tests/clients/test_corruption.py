@@ -16,8 +16,9 @@ import sys
 import pytest
 from confluent_kafka import Producer
 
-from brokers import free_port, serve_process, stop, wait_listening
 from fastkafka.records import batch_index
+
+from support.brokers import free_port, serve_process, stop, wait_listening
 
 pytestmark = [pytest.mark.crash, pytest.mark.slow]
 

@@ -6,17 +6,14 @@ partition is owned by one member at a time, offsets committed on revocation carr
 is; when the consumer-protocol member leaves the group is classic again and the classic members
 own everything. With ``group.consumer.migration.policy=disabled`` the joining member gets
 GROUP_ID_NOT_FOUND, as from Kafka."""
-import os
-import sys
 import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
-from brokers import running_broker  # noqa: E402
+from support.brokers import running_broker
+from support.raw_client import RawClient
 from group_members import PARTITIONS, Member, create_topic, owned_once, poll_until, produce, values  # noqa: E402
-from raw_client import RawClient  # noqa: E402
 
 from fastkafka.protocol import ApiKey  # noqa: E402
 

@@ -5,9 +5,10 @@ import logging
 import uuid
 
 import pytest
-from brokers import running_broker
 
 from fastkafka.protocol import API_NAMES
+
+from support.brokers import running_broker
 
 
 class Recorder(logging.Handler):

@@ -16,7 +16,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from fastkafka.client.admin import AdminClient  # noqa: E402
 
-from brokers import free_port, serve_process, stop, wait_listening  # noqa: E402
+from support.brokers import free_port, serve_process, stop, wait_listening
+
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
 

@@ -27,7 +27,6 @@ from fastkafka.protocol import ApiKey
 from fastkafka.config import KafkaConfig
 from fastkafka.server.broker import Broker
 
-from certs import make_certs
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(300)]
 
@@ -40,6 +39,8 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required userna
         'password="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')
 LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "MTLS": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT",
              "SASL_SSL": "SASL_SSL"}
+
+from support.certs import make_certs
 
 
 @pytest.fixture(scope="module")

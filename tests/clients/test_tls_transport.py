@@ -22,7 +22,8 @@ from fastkafka.protocol import ApiKey
 from fastkafka.server.broker import Broker
 from fastkafka.server.tls_transport import RAW_BYTES, TlsTransport
 
-from certs import make_certs
+from support.certs import make_certs
+
 
 pytestmark = pytest.mark.timeout(120)
 

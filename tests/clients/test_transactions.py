@@ -17,8 +17,6 @@ import time
 
 import pytest
 
-from brokers import free_port, running_broker, serve_process, wait_listening
-from ctp import WorkerProcess, check_exactly_once, committed_progress, terminate
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -26,6 +24,9 @@ aiokafka = pytest.importorskip("aiokafka")
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer,  # noqa: E402
                              TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from support.brokers import free_port, running_broker, serve_process, wait_listening
+from support.ctp import WorkerProcess, check_exactly_once, committed_progress, terminate
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 

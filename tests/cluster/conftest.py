@@ -1,11 +1,7 @@
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from harness import Cluster  # noqa: E402
-from zk import Ensemble, java_available  # noqa: E402
+from support.harness import Cluster
+from support.zk import Ensemble, java_available
 
 
 @pytest.fixture(scope="module")

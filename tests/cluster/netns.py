@@ -35,7 +35,8 @@ import re
 import signal
 import subprocess
 
-from zk import StartStop
+from support.zk import StartStop
+
 
 __all__ = ["Host", "Network", "NetworkUnavailable"]
 

@@ -9,15 +9,15 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    NewTopic, ResourcePatternType, ResourceType)
 
 
-from brokers import free_port
-from harness import BrokerProc, wait_for, zk_client
-
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'user_alice="alice-secret" user_bob="bob-secret";')
 EVERY = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
                          AclPermissionType.ANY)
+
+from support.brokers import free_port
+from support.harness import BrokerProc, wait_for, zk_client
 
 
 def _sasl(port: int, user: str) -> AdminClient:

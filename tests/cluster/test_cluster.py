@@ -16,8 +16,9 @@ from fastkafka.cluster import znodes
 from fastkafka.cluster.producer_ids import ZkBlockStore
 from fastkafka.protocol import ApiKey
 
-from harness import SESSION_MS, BrokerProc, Cluster, raw_call, wait_for, zk_client
-from zk import Ensemble, java_available
+from support.harness import SESSION_MS, BrokerProc, Cluster, raw_call, wait_for, zk_client
+from support.zk import Ensemble, java_available
+
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
 

@@ -11,10 +11,10 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from fastkafka.protocol import ApiKey
 
-from harness import Cluster, raw_call, wait_for
+from support.harness import Cluster, create_replicated, raw_call, wait_for
 from test_cluster import find_coordinator
 from test_offsets_replication import coordinator_of, produce_all
-from test_replication import create_replicated
+
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
 

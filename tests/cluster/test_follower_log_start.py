@@ -18,9 +18,9 @@ from confluent_kafka.admin import AdminClient
 from fastkafka import records
 from fastkafka.protocol import ApiKey
 
-from harness import Cluster, wait_for
+from support.harness import LONG_SESSION_MS, Cluster, create_replicated, wait_for
 from test_cluster import raw_call
-from test_replication import LONG_SESSION_MS, create_replicated, produce_raw
+from test_replication import produce_raw
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
 

@@ -5,8 +5,6 @@ start, as ``kafka-configs.sh --zookeeper`` does), with the ACL authorizer on and
 principal a super user. acks=all with min.insync.replicas=2 succeeds only if the follower's fetch
 got through: authenticated, and authorized for CLUSTER_ACTION."""
 import json
-import sys
-import os
 
 import pytest
 from confluent_kafka import Producer
@@ -15,11 +13,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from fastkafka.cluster import znodes
 from fastkafka.security import make_credential
 
-from brokers import free_port
-from harness import BrokerProc, wait_for, zk_client
+from support.brokers import free_port
+from support.certs import make_certs
+from support.harness import BrokerProc, wait_for, zk_client
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "clients"))
-from certs import make_certs  # noqa: E402
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(180)]
 

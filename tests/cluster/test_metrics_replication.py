@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from brokers import free_port
-from harness import Cluster, wait_for
+from support.brokers import free_port
+from support.harness import Cluster, wait_for
 from test_cluster import settle
 
 pytest.importorskip("prometheus_client")

@@ -55,10 +55,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from fastkafka.records import iter_batches
 
-from harness import Cluster, wait_for
+from support.harness import Cluster, create_replicated, wait_for
+from support.zk import Ensemble, java_available
 from netns import Network, NetworkUnavailable
-from test_replication import create_replicated, partition_files, read_all
-from zk import Ensemble, java_available
+from test_replication import partition_files, read_all
 
 pytestmark = [pytest.mark.zk, pytest.mark.partition, pytest.mark.timeout(900)]
 

@@ -14,9 +14,9 @@ from fastkafka.coordinator import OFFSETS_TOPIC, partition_for
 from fastkafka.coordinator.formats import offset_key
 from fastkafka.protocol import ApiKey
 
-from harness import SESSION_MS, Cluster, wait_for, zk_client
+from support.harness import LONG_SESSION_MS, SESSION_MS, Cluster, create_replicated, wait_for, zk_client
 from test_cluster import find_coordinator, raw_call
-from test_replication import LONG_SESSION_MS, create_replicated, partition_files
+from test_replication import partition_files
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
 

@@ -9,10 +9,10 @@ from confluent_kafka.admin import AdminClient
 from fastkafka import records
 from fastkafka.protocol import ApiKey
 
-from harness import Cluster, raw_call, wait_for
+from support.harness import Cluster, create_replicated, raw_call, wait_for
+from support.zk import free_port
 from test_leadership import Streaming, elect, leaders, restart_preferred_leader
-from test_replication import create_replicated, read_all
-from zk import free_port
+from test_replication import read_all
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
 

@@ -12,7 +12,8 @@ from fastkafka import records
 from fastkafka.cluster import znodes
 from fastkafka.protocol import ApiKey
 
-from harness import BrokerProc, wait_for, zk_client
+from support.harness import BrokerProc, wait_for, zk_client
+
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
 

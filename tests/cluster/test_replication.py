@@ -9,28 +9,17 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from fastkafka import records
 from fastkafka.protocol import ApiKey
 
-from harness import Cluster, wait_for
-from test_cluster import raw_call, settle
+from support.harness import LONG_SESSION_MS, Cluster, create_replicated, wait_for
+from test_cluster import raw_call
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
 
 NOT_LEADER_OR_FOLLOWER = 6
 NOT_ENOUGH_REPLICAS = 19
-LONG_SESSION_MS = 4000     # the most the tests' ensemble allows (tickTime 200)
-
-
-def create_replicated(cluster, topic: str, partitions: int, rf: int = 3, **configs) -> None:
-    a = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    settle(a.create_topics([NewTopic(topic, partitions, rf, config={k.replace("_", "."): str(v)
-                                                                    for k, v in configs.items()})],
-                           operation_timeout=15))
-    wait_for(lambda: all((s := cluster.state(topic, p)) and len(s.isr) == rf for p in range(partitions)),
-             what=f"{topic}: every partition with {rf} in-sync replicas")
 
 
 def read_all(cluster, topic: str, partitions: int, timeout: float = 60.0) -> dict[int, list[tuple[int, bytes]]]:

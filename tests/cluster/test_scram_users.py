@@ -8,8 +8,9 @@ from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechan
 
 from fastkafka.cluster import znodes
 
-from brokers import free_port
-from harness import BrokerProc, wait_for, zk_client
+from support.brokers import free_port
+from support.harness import BrokerProc, wait_for, zk_client
+
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
 

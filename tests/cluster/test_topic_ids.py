@@ -15,7 +15,7 @@ from fastkafka.log.partition_metadata import read_topic_id
 from fastkafka.protocol import ApiKey
 from fastkafka.uuids import UUID_ZERO, parse_uuid
 
-from harness import raw_call, wait_for
+from support.harness import raw_call, wait_for
 from test_cluster import settle
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]

@@ -12,7 +12,6 @@ import collections
 import os
 import random
 import signal
-import sys
 import time
 
 import pytest
@@ -23,11 +22,9 @@ from fastkafka.coordinator import partition_for
 from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC
 from fastkafka.protocol import ApiKey
 
-from harness import Cluster, raw_call, wait_for
-from test_replication import create_replicated
+from support.ctp import WorkerProcess, check_exactly_once, committed_progress
+from support.harness import Cluster, create_replicated, raw_call, wait_for
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients"))
-from ctp import WorkerProcess, check_exactly_once, committed_progress  # noqa: E402
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
 

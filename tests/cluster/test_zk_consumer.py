@@ -7,7 +7,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from fastkafka.cluster import znodes
 from fastkafka.cluster.zk_consumer import ZkConsumerGroup, range_assign
 
-from harness import wait_for
+from support.harness import wait_for
+
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
 

@@ -7,11 +7,12 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from brokers import running_broker
 from fastkafka import errors as E
 from fastkafka import protocol as P
 from fastkafka import records
 from fastkafka.protocol import ApiKey
+
+from support.brokers import running_broker
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 

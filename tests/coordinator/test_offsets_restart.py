@@ -6,9 +6,10 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from brokers import free_port, serve_process, stop, wait_listening
 from fastkafka.coordinator.formats import OffsetKey, decode_key, decode_offset_value, partition_for
 from fastkafka.records import iter_batches
+
+from support.brokers import free_port, serve_process, stop, wait_listening
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
 

@@ -29,11 +29,11 @@ import time
 
 import pytest
 
+from support.brokers import free_port, wait_listening
+
 pytestmark = [pytest.mark.install, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
-from brokers import free_port, wait_listening  # noqa: E402
 
 
 def readme_blocks() -> list[tuple[str, str]]:

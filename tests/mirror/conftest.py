@@ -2,14 +2,11 @@
 own log dir and port) and mirror subprocesses that are stopped at the end."""
 from __future__ import annotations
 
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
-from brokers import running_broker  # noqa: E402
 
+from support.brokers import running_broker
 from mirror_support import MirrorProcess  # noqa: E402
 
 BROKER = {"group_min_session_timeout_ms": 500, "group_initial_rebalance_delay_ms": 0}

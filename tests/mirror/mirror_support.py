@@ -8,7 +8,8 @@ import subprocess
 import sys
 import time
 
-from brokers import ROOT
+from support.brokers import ROOT
+
 
 # a SIGKILLed mirror's group member is gone after one second, not the default ten
 GROUP_TIMEOUTS = ["--source-config", "session.timeout.ms=1000", "--source-config", "heartbeat.interval.ms=250"]

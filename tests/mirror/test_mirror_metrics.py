@@ -12,8 +12,9 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from brokers import free_port
 from fastkafka.client import AdminClient, Producer, ProducerData
+
+from support.brokers import free_port
 from mirror_support import wait_for
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]

@@ -7,7 +7,6 @@ with the broker's message instead of retrying for ever."""
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 import time
@@ -15,14 +14,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from brokers import ROOT
 from fastkafka.client import AdminClient, Producer, ProducerData
 from fastkafka.config import KafkaConfig
 from fastkafka.server.broker import Broker
+
+from support.brokers import ROOT
+from support.certs import make_certs
 from mirror_support import contents, high_watermark, read_topic, wait_for
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "clients"))
-from certs import make_certs  # noqa: E402
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import (AdminClient as CkAdmin, ScramCredentialInfo, ScramMechanism,  # noqa: E402

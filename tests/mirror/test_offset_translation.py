@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from brokers import ROOT
+from support.brokers import ROOT
 from mirror_support import read_to_end, read_topic, wait_for
 
 confluent_kafka = pytest.importorskip("confluent_kafka")

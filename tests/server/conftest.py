@@ -1,6 +1,6 @@
 import pytest
 
-from brokers import running_broker
+from support.brokers import running_broker
 
 
 @pytest.fixture

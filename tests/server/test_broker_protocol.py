@@ -12,7 +12,8 @@ from fastkafka import protocol as P
 from fastkafka.protocol import ApiKey
 from fastkafka.server.handlers.admin import MAX_PARTITIONS_PER_REQUEST
 
-from raw_client import RawClient as Raw, recv_exact
+from support.raw_client import RawClient as Raw, recv_exact
+
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,8 +11,9 @@ from fastkafka.protocol import ApiKey
 from fastkafka.records import build_batch, iter_batches
 from fastkafka.server.fetch_sessions import FetchSessionCache
 
-from brokers import running_broker
-from raw_client import RawClient as Raw
+from support.brokers import running_broker
+from support.raw_client import RawClient as Raw
+
 
 pytestmark = pytest.mark.timeout(90)
 NOT_FOUND, BAD_EPOCH = E.FetchSessionIdNotFoundError.code, E.InvalidFetchSessionEpochError.code

@@ -11,8 +11,8 @@ from fastkafka import errors as E
 from fastkafka.protocol import ApiKey
 from fastkafka.records import build_batch, iter_batches
 
-from brokers import running_broker
-from raw_client import RawClient as Raw
+from support.brokers import running_broker
+from support.raw_client import RawClient as Raw
 
 
 @pytest.fixture

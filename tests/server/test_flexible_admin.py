@@ -12,8 +12,9 @@ from fastkafka.protocol import ApiKey
 from fastkafka.protocol.types import UUID_ZERO
 from fastkafka.records import build_batch
 
-from brokers import running_broker
-from raw_client import RawClient as Raw
+from support.brokers import running_broker
+from support.raw_client import RawClient as Raw
+
 
 TOPIC, BROKER = 2, 4
 BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7        # Kafka's ConfigType

@@ -5,8 +5,9 @@ import pytest
 from fastkafka import errors as E
 from fastkafka.protocol import ApiKey
 
-from brokers import running_broker
-from raw_client import RawClient as Raw
+from support.brokers import running_broker
+from support.raw_client import RawClient as Raw
+
 
 PROTOCOLS = [{"name": "range", "metadata": b"\0\1"}]
 

@@ -8,8 +8,8 @@ from fastkafka import errors as E
 from fastkafka.protocol import ApiKey
 from fastkafka.protocol.types import UUID_ZERO
 
-from brokers import running_broker
-from raw_client import RawClient as Raw
+from support.brokers import running_broker
+from support.raw_client import RawClient as Raw
 
 
 @pytest.fixture

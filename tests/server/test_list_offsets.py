@@ -20,7 +20,8 @@ from fastkafka.records import build_batch
 from fastkafka.server.handlers.list_offsets import handle_list_offsets
 from fastkafka.server.partition import FOLLOWER, LEADER
 
-from raw_client import RawClient
+from support.raw_client import RawClient
+
 
 NOT_LEADER, LEADER_NOT_AVAILABLE, FENCED, UNKNOWN_EPOCH, NOT_AVAILABLE = 6, 5, 74, 75, 78
 UNSUPPORTED_VERSION = 35

@@ -11,11 +11,12 @@ import urllib.request
 
 import pytest
 
-from brokers import free_port, running_broker
 from fastkafka.config import KafkaConfig
 from fastkafka.protocol import ApiKey
 from fastkafka.server.broker import Broker, BrokerStartupError
-from raw_client import RawClient
+
+from support.brokers import free_port, running_broker
+from support.raw_client import RawClient
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 pytest.importorskip("confluent_kafka.admin")

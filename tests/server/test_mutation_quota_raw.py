@@ -4,8 +4,9 @@ import pytest
 
 from fastkafka.protocol import ApiKey
 
-from brokers import running_broker
-from raw_client import RawClient as Raw
+from support.brokers import running_broker
+from support.raw_client import RawClient as Raw
+
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from brokers import running_broker
 from fastkafka.server.send import FileRegion
 from fastkafka.server.socket_server import ListenerError, SocketServer, parse_listener
+
+from support.brokers import running_broker
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,8 +9,9 @@ from fastkafka import errors
 from fastkafka.protocol import ApiKey
 from fastkafka.security import ScramMechanism
 
-from brokers import running_broker
-from raw_client import RawClient as Raw
+from support.brokers import running_broker
+from support.raw_client import RawClient as Raw
+
 
 pytestmark = pytest.mark.timeout(60)
 

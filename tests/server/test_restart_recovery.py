@@ -10,14 +10,15 @@ import time
 
 import pytest
 
-from brokers import free_port, serve_process, stop, wait_listening
 from fastkafka import records
 from fastkafka.config import KafkaConfig
 from fastkafka.log.checkpoints import CLEAN_SHUTDOWN_FILE
 from fastkafka.log.manager import LogManager
 from fastkafka.protocol import ApiKey
 from fastkafka.server.broker import Broker
-from raw_client import RawClient
+
+from support.brokers import free_port, serve_process, stop, wait_listening
+from support.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -6,8 +6,9 @@ import socket
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from brokers import exited, free_port, serve_process, stop, wait_listening
 from fastkafka.cli.serve import load_properties, parse_overrides
+
+from support.brokers import exited, free_port, serve_process, stop, wait_listening
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -16,8 +16,9 @@ from fastkafka.security.client_quotas import DEFAULT
 from fastkafka.server.quotas import ClientQuotas
 from fastkafka.server.socket_server import SocketServer
 
-from brokers import running_broker
-from raw_client import RawClient, recv_exact
+from support.brokers import running_broker
+from support.raw_client import RawClient, recv_exact
+
 
 pytestmark = pytest.mark.timeout(60)
 

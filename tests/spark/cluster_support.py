@@ -18,7 +18,8 @@ import sys
 import time
 import urllib.request
 
-from brokers import ROOT, free_port, wait_listening
+from support.brokers import ROOT, free_port, wait_listening
+
 
 SPARK_HOME = os.path.dirname(os.path.abspath(__import__("pyspark").__file__))
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"

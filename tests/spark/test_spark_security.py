@@ -7,18 +7,15 @@ file, ``kafka.ssl.truststore.location``). A wrong password fails the query namin
 authentication; a bad security option fails it while it is planned."""
 from __future__ import annotations
 
-import os
 import re
-import sys
 import time
 
 import pytest
 from conftest import create_topic, produce
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "clients"))
-from brokers import running_broker  # noqa: E402
-from certs import make_certs  # noqa: E402
+from support.brokers import running_broker
+from support.certs import make_certs
+
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 

@@ -20,13 +20,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
+
+from support.brokers import free_port  # one set of handed-out ports per process
 
 __all__ = ["Ensemble", "java_available", "free_port"]
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
-from brokers import free_port  # noqa: E402  (one set of handed-out ports per process)
 
 JAR = "/usr/share/java/zookeeper.jar"        # its manifest's Class-Path pulls in netty, jute...
 LOGGER = "/usr/share/java/slf4j-simple.jar"

@@ -22,10 +22,12 @@ from fastkafka import protocol as P
 from fastkafka.cluster import znodes
 from fastkafka.protocol import ApiKey
 
-from zk import StartStop, free_port
+from support.zk import StartStop, free_port
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION_MS = 2000   # the ensemble's tickTime 200 allows 400..4000 ms
+LONG_SESSION_MS = 4000     # the most the tests' ensemble allows (tickTime 200)
 
 
 def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
@@ -208,3 +210,17 @@ class Cluster(StartStop):
         if self.zk is not None:
             self.zk.stop()
             self.zk.close()
+
+
+def create_replicated(cluster, topic: str, partitions: int, rf: int = 3, **configs) -> None:
+    """Create ``topic`` through confluent-kafka's admin client and wait until every partition has
+    ``rf`` in-sync replicas (``configs`` use Kafka names with ``_`` for ``.``)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    a = AdminClient({"bootstrap.servers": cluster.bootstrap})   # must outlive its futures
+    futures = a.create_topics([NewTopic(topic, partitions, rf, config={k.replace("_", "."): str(v)
+                                                                       for k, v in configs.items()})],
+                              operation_timeout=15)
+    for f in futures.values():
+        f.result()
+    wait_for(lambda: all((s := cluster.state(topic, p)) and len(s.isr) == rf for p in range(partitions)),
+             what=f"{topic}: every partition with {rf} in-sync replicas")
