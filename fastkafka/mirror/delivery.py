@@ -84,6 +84,7 @@ class AtLeastOnce:
 
     exactly_once = False
     transactions = 0        # none: see ExactlyOnce
+    commits_when_caught_up = False      # delivered records are visible already: the interval will do
 
     def __init__(self, member: GroupMember, target: dict, syncs: SyncTracker | None = None):
         self.member = member
@@ -160,6 +161,7 @@ class ExactlyOnce:
     the target (see the module's design notes)."""
 
     exactly_once = True
+    commits_when_caught_up = True       # copies stay invisible to read_committed readers until then
 
     def __init__(self, member: GroupMember, target: dict, group: str, target_topic: Callable[[str], str],
                  syncs: SyncTracker | None = None):

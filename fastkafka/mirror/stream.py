@@ -7,7 +7,10 @@ the seeds' mirror: consumer streams of one group on the source, producing to the
 The stream thread's loop: join the group when the mirror's topics changed (a new matching
 topic, a source topic that grew) or the coordinator asks for a rebalance; heartbeat; take the
 next converted poll from the prefetcher and hand it to the delivery
-(:mod:`~fastkafka.mirror.delivery`); commit every ``commit_interval_ms``. A rebalance pauses
+(:mod:`~fastkafka.mirror.delivery`); commit every ``commit_interval_ms`` -- and, with
+exactly-once, as soon as a send caught up with the source: a read_committed reader of the target
+sees nothing of a transaction until it commits, and an idle stream has nothing to gain by
+waiting (at most ten such commits per interval). A rebalance pauses
 the prefetcher, commits what was delivered, joins, and starts the new partitions from the
 delivery's positions. A Kafka error (a broker down, a fenced producer) drops what is in flight
 without committing it and rejoins, so the stream resumes from what was committed: duplicates at
@@ -41,6 +44,9 @@ __all__ = ["Stream"]
 
 log = logging.getLogger("fastkafka.mirror")
 _MORE = 3       # polls' results sent together at most, beyond the first
+# A caught-up stream commits at once (see _loop), but at most _CAUGHT_UP_SHARE times per
+# commit_interval_ms: a trickle of records then costs a bounded number of transactions.
+_CAUGHT_UP_SHARE = 10
 
 
 class Stream(threading.Thread):
@@ -91,7 +97,7 @@ class Stream(threading.Thread):
 
     def _loop(self) -> None:
         commit_every = self.context.commit_interval_ms / 1000
-        next_commit = next_hb = time.monotonic()
+        next_commit = next_hb = last_commit = time.monotonic()
         while not self._stop_event.is_set():
             try:
                 if self._rejoin or self.member.rejoin_needed or self.context.routes()[0] != self.version:
@@ -102,13 +108,16 @@ class Stream(threading.Thread):
                     self._stop_event.wait(0.1)
                     next_hb = self._heartbeat(next_hb)
                     continue
-                item = self.prefetcher.get(0.1)
-                if item is not None:
-                    self._deliver([item] + self.prefetcher.ready(_MORE))
+                # never sleep past a due commit: an idle stream would hold its transactions
+                # open up to 100 ms longer than commit_interval_ms
+                item = self.prefetcher.get(min(0.1, max(0.0, next_commit - time.monotonic())))
+                if item is not None and self._deliver([item] + self.prefetcher.ready(_MORE)) \
+                        and self.delivery.commits_when_caught_up:
+                    next_commit = min(next_commit, last_commit + commit_every / _CAUGHT_UP_SHARE)
                 now = time.monotonic()
                 if now >= next_commit:
                     self.delivery.commit()
-                    next_commit = now + commit_every
+                    last_commit, next_commit = now, now + commit_every
                 next_hb = self._heartbeat(next_hb)
             except FATAL:
                 raise
@@ -119,9 +128,11 @@ class Stream(threading.Thread):
                 self.owned, self._rejoin = set(), True
                 self._stop_event.wait(self.backoff_s)
 
-    def _deliver(self, items: list) -> None:
+    def _deliver(self, items: list) -> bool:
         """Send what the prefetcher has ready in one go: the producer pipelines the requests
-        (the target appends one while the next is on the wire) instead of waiting for each."""
+        (the target appends one while the next is on the wire) instead of waiting for each.
+        True when this caught up with the source: every partition polled was left with no lag
+        and no further poll is waiting."""
         parts: dict = {}
         lag: dict = {}
         for item in items:
@@ -141,6 +152,7 @@ class Stream(threading.Thread):
             self.delivery.send(list(parts.values()))
             self.metrics.delivered(parts.values(), sent, int(time.time() * 1000))
         self.stats.add(sum(p.records for p in parts.values()), sum(p.bytes for p in parts.values()), lag)
+        return bool(parts) and not any(lag.values()) and self.prefetcher.queue.empty()
 
     def _heartbeat(self, due: float) -> float:
         now = time.monotonic()
