@@ -137,8 +137,10 @@ def main(argv=None) -> int:
     brokers = {"off": start(os.path.join(tmp, "off"), False), "on": start(os.path.join(tmp, "on"), True)}
     try:
         session = Session(ListenerSecurity("PLAINTEXT", "PLAINTEXT"))
-        dispatchers = {name: Dispatcher(b, HANDLERS, b.advertised, b.quotas, metrics=b.metrics)
+        dispatchers = {name: Dispatcher(HANDLERS, b.advertised, b.quotas, metrics=b.metrics)
                        for name, b in brokers.items()}
+        for name, b in brokers.items():
+            dispatchers[name].services = b.services
         work = workloads(args.small, args.big)
         for b in brokers.values():
             for topic in (Q.TOPIC, BIG):

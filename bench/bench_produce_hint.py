@@ -58,7 +58,7 @@ def run(broker, handle, version: int, body: bytes, n: int) -> float:
     buf = bytearray(body)
     t0 = time.thread_time()
     for _ in range(n):
-        ctx = RequestContext(request, header, codec, broker)
+        ctx = RequestContext(request, header, codec, broker.services)
         resp = handle(ctx, codec.decode_request(memoryview(buf)))
         codec.encode_response(1, resp)
     return (time.thread_time() - t0) / n

@@ -107,7 +107,8 @@ def dispatch_only(with_quota: bool) -> None:
         L.replay(port, [produce_frame(100)] * 2000, 4)
         if with_quota:
             set_generous_quota(port)
-        dispatcher = Dispatcher(b, HANDLERS, b.advertised, b.quotas)
+        dispatcher = Dispatcher(HANDLERS, b.advertised, b.quotas)
+        dispatcher.services = b.services
         session = Session(ListenerSecurity("PLAINTEXT", "PLAINTEXT"))
         frames = {"produce": [produce_frame(100)] * 3000, "fetch": [fetch_frame(i % 2000) for i in range(3000)]}
         out = {}

@@ -2,7 +2,8 @@
 import, an undefined name or a shadowed one fails ``make test`` instead of waiting for review.
 Line length is not checked: CLI examples and doctest outputs are verbatim text. And mypy over
 the protocol and the log, the layers whose contracts (the Cython modules' ``.pyi``, the Log's
-parts in several files) are most worth checking."""
+parts in several files) are most worth checking, and over the request handlers, typed by what
+their context carries (``BrokerServices``)."""
 import os
 import subprocess
 import sys
@@ -19,11 +20,12 @@ def test_pyflakes_finds_nothing():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_mypy_finds_nothing_in_protocol_and_log():
+def test_mypy_finds_nothing_in_protocol_log_and_handlers():
     mypy = os.path.join(os.path.dirname(sys.executable), "mypy")
     assert os.path.exists(mypy), "mypy is a declared test dependency (pip install -e '.[test]')"
     # silent: what protocol/ and log/ import is read for its types but not reported on
     out = subprocess.run([mypy, "--no-incremental", "--ignore-missing-imports", "--follow-imports=silent",
-                          "fastkafka/protocol", "fastkafka/log"],
+                          "fastkafka/protocol", "fastkafka/log", "fastkafka/server/handlers",
+                          "fastkafka/server/dispatch.py", "fastkafka/server/services.py"],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -51,6 +51,7 @@ from .metrics import BrokerMetrics
 from .purgatory import Purgatory
 from .quotas import ClientQuotas
 from .request_channel import RequestChannel
+from .services import BrokerServices
 from .socket_server import ListenerError, SocketServer, parse_listener
 from .cluster_topics import ClusterTopicManager
 from .topics import INTERNAL_TOPICS, TopicManager
@@ -90,6 +91,7 @@ class Broker:
         self.fetch_sessions = FetchSessionCache.from_config(config)   # incremental fetch sessions (KIP-227)
         self.replicas = None   # ReplicaManager in cluster mode: roles, ISR, followers' fetchers, acks=all
         self.coordination: CoordinationService | None = None  # see group_coordination()
+        self.services: BrokerServices | None = None   # what handlers reach, once all of it exists
         self.socket_server: SocketServer | None = None
         self.listener_security: dict[str, ListenerSecurity] = {}   # per listener name, from startup
         self.authorizer: Authorizer | None = None   # authorizer.class.name set: ACLs decide every request
@@ -129,7 +131,7 @@ class Broker:
         # cluster mode: the transaction coordinator's requests wait on other brokers (Dispatcher)
         if cfg[METRICS_PORT] is not None:
             self._metrics_exporter = self._metrics_endpoint(listeners[0][1])   # library missing: fails here
-        self._dispatcher = dispatcher = Dispatcher(self, HANDLERS, self.advertised, self.quotas,
+        self._dispatcher = dispatcher = Dispatcher(HANDLERS, self.advertised, self.quotas,
                                                    waiting_threads=4 if cfg[ZOOKEEPER_CONNECT] else 0,
                                                    metrics=self.metrics)
         self._channel = RequestChannel(dispatcher.handle, cfg[NUM_IO_THREADS])
@@ -191,6 +193,10 @@ class Broker:
         else:
             self.metadata.add_listener(self._coordinate_internal_topics)
             self._coordinate_internal_topics()
+        self.services = dispatcher.services = BrokerServices(
+            self.config, self.broker_id, self.logs, self.metadata, self.topics, self.dynamic_config,
+            self.fetch_purgatory, self.fetch_sessions, self.advertised, self.authorizer, self.replicas, self.cluster,
+            self.group_coordination, self.endpoint, self.elect_leaders)
         self.socket_server.start()
         self._started = True
         log.info("broker %d started (cluster id %s, %d topics, log dirs %s)", self.broker_id,
@@ -314,7 +320,8 @@ class Broker:
         """This broker's Controller in cluster mode (active or not), None when embedded."""
         return self.cluster.controller if self.cluster is not None else None
 
-    def elect_leaders(self, election_type: int, partitions, timeout_ms: int) -> dict[tuple[str, int], object]:
+    def elect_leaders(self, election_type: int, partitions,
+                      timeout_ms: int) -> dict[tuple[str, int], int | errors.KafkaError]:
         """ElectLeaders: per ``(topic, partition)`` (None: all) the elected leader's id or the
         Kafka error that prevented it; an elected leader is awaited in this broker's metadata
         (as Kafka's DelayedElectLeader does) until ``timeout_ms`` (then REQUEST_TIMED_OUT)."""

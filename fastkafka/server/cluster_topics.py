@@ -92,11 +92,6 @@ class ClusterTopicManager(TopicManager):
         """Every partition log on this broker, leader or follower (a snapshot)."""
         return self._partitions
 
-    def local_log(self, topic: str, partition: int):
-        """This broker's replica of the partition, whatever its role (the replica fetcher's
-        view), or None."""
-        return self._partitions.get((topic, partition))
-
     def _open(self, info, partition: int, cfg):
         # leader epochs are the controller's here (the replica manager records them)
         return self._logs.get_or_create_log(info.name, partition, cfg, info.topic_id)

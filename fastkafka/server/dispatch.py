@@ -39,8 +39,9 @@ from fastkafka.security import AuthenticationFailed
 
 from .authorizer import CLUSTER_NAME, NOT_REQUESTED, AclOperation, ResourceType, every_operation
 from .metrics import BrokerMetrics
-from .quotas import ClientQuotas
+from .quotas import ClientQuotas, RequestQuota
 from .request_channel import RequestChannel
+from .services import BrokerServices
 
 __all__ = ["Dispatcher", "RequestContext", "DELAYED", "WAITING_APIS"]
 
@@ -58,18 +59,18 @@ _SASL_APIS = frozenset((P.ApiKey.API_VERSIONS, P.ApiKey.SASL_HANDSHAKE, P.ApiKey
 class RequestContext:
     """What a handler knows about its request besides the body. ``send`` may be called from any thread."""
 
-    __slots__ = ("request", "header", "codec", "broker", "received", "session", "quota", "metrics", "started",
+    __slots__ = ("request", "header", "codec", "services", "received", "session", "quota", "metrics", "started",
                  "returned")
 
-    def __init__(self, request, header: P.RequestHeader, codec: P.Codec, broker):
+    def __init__(self, request, header: P.RequestHeader, codec: P.Codec, services: BrokerServices):
         self.request = request
         self.header = header
         self.codec = codec
-        self.broker = broker
+        self.services = services         # what the handler may reach of the broker
         self.received = request.received
         self.session = request.session   # who the client is (listener_security.Session)
-        self.quota = None                # quotas.RequestQuota while client quotas apply
-        self.metrics = None              # metrics.BrokerMetrics while metrics.port is set
+        self.quota: RequestQuota | None = None       # while client quotas apply
+        self.metrics: BrokerMetrics | None = None    # while metrics.port is set
         self.started = self.returned = 0.0   # handler called / returned (time.monotonic), for metrics
 
     @property
@@ -91,7 +92,7 @@ class RequestContext:
     # --- authorization (always allowed when the broker has no authorizer) ---
     def authorize(self, op: AclOperation, rtype: ResourceType, name: str) -> bool:
         """Whether this request's principal may do ``op`` on the resource ``rtype:name``."""
-        auth = self.broker.authorizer
+        auth = self.services.authorizer
         return auth is None or auth.authorize(self.session.principal, self.client_host, op, rtype, name)
 
     def authorize_cluster(self, op: AclOperation) -> bool:
@@ -99,14 +100,14 @@ class RequestContext:
 
     def authorize_any(self, op: AclOperation, rtype: ResourceType) -> bool:
         """Whether ``op`` is allowed on at least one resource of ``rtype``."""
-        auth = self.broker.authorizer
+        auth = self.services.authorizer
         return auth is None or auth.authorize_any(self.session.principal, self.client_host, op, rtype)
 
     def authorized_operations(self, rtype: ResourceType, name: str, asked: bool) -> int:
         """KIP-430's field: the operations allowed on ``rtype:name`` when ``asked``."""
         if not asked:
             return NOT_REQUESTED
-        auth = self.broker.authorizer
+        auth = self.services.authorizer
         if auth is None:
             return every_operation(rtype)
         return auth.operations(self.session.principal, self.client_host, rtype, name)
@@ -120,7 +121,7 @@ class RequestContext:
         """Encode ``response`` and queue it on the connection (or nothing for ``None``);
         under a client quota, charged and maybe throttled."""
         if self.metrics is not None:
-            self._record_time(response is not None)
+            self._record_time(self.metrics, response is not None)
         if self.quota is not None:
             self.quota.send(self, response)
             return
@@ -131,11 +132,11 @@ class RequestContext:
         if chunks is not None:
             self.request.respond(chunks)
 
-    def _record_time(self, on_the_wire: bool) -> None:
+    def _record_time(self, metrics: BrokerMetrics, on_the_wire: bool) -> None:
         """The request's times, recorded once its response has left (at once without one)."""
         now = time.monotonic()
         # a delayed response may be sent before its handler has returned (completed at once)
-        done = partial(self.metrics.request_done, self.header.api_key, self.received, self.started or now,
+        done = partial(metrics.request_done, self.header.api_key, self.received, self.started or now,
                        self.returned or now, now)
         if on_the_wire:
             self.request.on_response_sent(done)
@@ -145,7 +146,7 @@ class RequestContext:
     def send_then_close(self, response, delay_s: float) -> None:
         """Answer now, close the connection ``delay_s`` later (a failed authentication)."""
         if self.metrics is not None:
-            self._record_time(True)
+            self._record_time(self.metrics, True)
         chunks = self.encode(response)
         if chunks is not None:
             self.request.respond_then_close(chunks, delay_s)
@@ -164,9 +165,9 @@ class RequestContext:
 class Dispatcher:
     """Thread-safe: called concurrently by processors (inline) or handler threads."""
 
-    def __init__(self, broker, handlers: dict[int, Callable], advertised: P.Advertised, quotas: ClientQuotas,
+    def __init__(self, handlers: dict[int, Callable], advertised: P.Advertised, quotas: ClientQuotas,
                  waiting_threads: int = 0, metrics: BrokerMetrics | None = None):
-        self._broker = broker
+        self.services: BrokerServices | None = None    # set by the broker before the first request is read
         self.metrics = metrics
         self._handlers = handlers
         self.advertised = advertised
@@ -217,7 +218,8 @@ class Dispatcher:
                      P.API_NAMES[key], version, e)
             request.close_connection()
             return
-        ctx = RequestContext(request, header, codec, self._broker)
+        assert self.services is not None, "requests are read only once the broker's services exist"
+        ctx = RequestContext(request, header, codec, self.services)
         ctx.metrics = self.metrics
         if self.quotas.enabled:
             ctx.quota = self.quotas.track(request, header, body)

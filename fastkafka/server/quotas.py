@@ -328,7 +328,7 @@ class RequestQuota:
                 # the session recorded what this answer held, which the client never sees: close it
                 # (session id 0 below tells the client so; its next fetch is a full one) rather than
                 # leave it cached until evicted
-                ctx.broker.fetch_sessions.close(response.session_id)
+                ctx.services.fetch_sessions.close(response.session_id)
             chunks = ctx.encode(ctx.response(throttle_time_ms=throttle, error_code=0, session_id=0, responses=[]))
         self._deliver(ctx, chunks, throttle)
 

@@ -68,6 +68,11 @@ class TopicManager:
             raise errors.UnknownTopicOrPartitionError(f"{topic}-{partition} is not on this broker")
         return lg
 
+    def local_log(self, topic: str, partition: int):
+        """This broker's replica of the partition, whatever its role (the replica fetcher's
+        view; on one broker every log), or None."""
+        return self._partitions.get((topic, partition))
+
     def live_brokers(self):
         """Brokers new replicas may be placed on: this one (cluster mode: every registered broker)."""
         return (self.config[BROKER_ID],)

@@ -47,9 +47,9 @@ def replica(tmp_path):
         if part.role != LEADER:
             raise errors.NotLeaderOrFollowerError("led elsewhere")
         return lg
-    broker = NS(replicas=NS(get=lambda t, p: part if (t, p) == ("t", 0) else None),
-                topics=NS(log=log, local_log=lambda t, p: lg), authorizer=None)
-    yield NS(log=lg, part=part, broker=broker)
+    services = NS(replicas=NS(get=lambda t, p: part if (t, p) == ("t", 0) else None),
+                  topics=NS(log=log, local_log=lambda t, p: lg), authorizer=None)
+    yield NS(log=lg, part=part, services=services)
     lg.close()
 
 
@@ -61,7 +61,7 @@ def list_offsets(replica, timestamp: int, *, replica_id: int = CONSUMER, version
                                                               "partition_index": 0, "current_leader_epoch":
                                                               current_epoch, "timestamp": timestamp,
                                                               "max_num_offsets": 10}]}]}))
-    ctx = NS(version=version, codec=codec, broker=replica.broker, authorize=lambda *a: True)
+    ctx = NS(version=version, codec=codec, services=replica.services, authorize=lambda *a: True)
     p = handle_list_offsets(ctx, req).topics[0].partitions[0]
     if version == 0:
         return p.error_code, list(p.old_style_offsets)

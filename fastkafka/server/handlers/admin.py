@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from typing import NamedTuple
+from typing import NamedTuple, TYPE_CHECKING
 
 from fastkafka import errors
 from fastkafka.protocol.types import UUID_ZERO
@@ -41,6 +41,9 @@ from ..mutation_quota import mutation_quota
 from .authorization import require_topic
 from .configs import topic_config_entries
 from .failure import failure
+
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
 
 __all__ = ["handle_create_topics", "handle_delete_topics", "handle_create_partitions"]
 
@@ -88,8 +91,8 @@ def _each_topic(entries, name_of, act, twice: str = "topic listed more than once
         yield e, code, msg
 
 
-def handle_create_topics(ctx, req):
-    topics = ctx.broker.topics
+def handle_create_topics(ctx: RequestContext, req):
+    topics = ctx.services.topics
     cls = ctx.codec.api.response
 
     may_create_any = ctx.authorize_cluster(AclOperation.CREATE)
@@ -114,7 +117,7 @@ def handle_create_topics(ctx, req):
             cfg = topics.validate_configs(configs)
         if ctx.version >= 5:
             rf = (len(t.assignments[0].broker_ids) if t.assignments else t.replication_factor
-                  if t.replication_factor != -1 else ctx.broker.config[DEFAULT_REPLICATION_FACTOR])
+                  if t.replication_factor != -1 else ctx.services.config[DEFAULT_REPLICATION_FACTOR])
             described[t.name] = (n, rf, cfg, {k: v for k, v in configs.items() if v is not None})
 
     def result(t, code, msg):
@@ -134,13 +137,13 @@ def handle_create_topics(ctx, req):
         result(t, code, msg) for t, code, msg in _each_topic(req.topics, lambda t: t.name, create, _CREATE_TWICE)])
 
 
-def handle_delete_topics(ctx, req):
+def handle_delete_topics(ctx: RequestContext, req):
     """DeleteTopics; v6+ names each topic by name or by id (KIP-516: an id no topic has is
     UNKNOWN_TOPIC_ID). As Kafka, the answer carries both the name and the id of each topic deleted;
     one asked by id keeps a null name unless the principal may delete it."""
     cls = ctx.codec.api.response
     quota = mutation_quota(ctx)
-    topics = ctx.broker.topics
+    topics = ctx.services.topics
     answered = {}     # id(entry) -> (name, topic id) the answer names
 
     def delete(t):
@@ -179,8 +182,8 @@ class _TopicName(NamedTuple):
     topic_id: uuid.UUID
 
 
-def handle_create_partitions(ctx, req):
-    topics = ctx.broker.topics
+def handle_create_partitions(ctx: RequestContext, req):
+    topics = ctx.services.topics
     cls = ctx.codec.api.response
     quota = mutation_quota(ctx)
 
@@ -188,7 +191,7 @@ def handle_create_partitions(ctx, req):
         require_topic(ctx, AclOperation.ALTER, t.name)
         _check_partition_count(t.count)
         if t.assignments is not None:
-            me = ctx.broker.broker_id
+            me = ctx.services.broker_id
             if any(list(a.broker_ids) != [me] for a in t.assignments):
                 raise errors.InvalidReplicaAssignmentError(f"every new partition must be on broker {me}")
         if quota.bounded and not req.validate_only:

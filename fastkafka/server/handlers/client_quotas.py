@@ -12,6 +12,8 @@ ALTER_CONFIGS on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 from fastkafka import errors
@@ -19,6 +21,9 @@ from fastkafka.protocol import ApiKey
 from fastkafka.security.client_quotas import QuotaFilter, apply_ops, entity_components, parse_entity
 
 from .authorization import AclOperation, require_cluster
+
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
 
 __all__ = ["CLIENT_QUOTA_RANGES"]
 
@@ -30,12 +35,12 @@ def _order(item) -> tuple:
     return user is not None, user or "", client is not None, client or ""
 
 
-def handle_describe_client_quotas(ctx, req):
+def handle_describe_client_quotas(ctx: RequestContext, req):
     require_cluster(ctx, AclOperation.DESCRIBE_CONFIGS)
     wanted = QuotaFilter([(c.entity_type, c.match_type, c.match) for c in req.components], req.strict)
     cls = ctx.codec.api.response
     entries = []
-    for entity, values in sorted(ctx.broker.metadata.quota_configs().items(), key=_order):
+    for entity, values in sorted(ctx.services.metadata.quota_configs().items(), key=_order):
         if wanted.matches(entity):
             entries.append(cls.Entries(
                 entity=[cls.Entries.Entity(entity_type=t, entity_name=n) for t, n in entity_components(entity)],
@@ -51,10 +56,10 @@ def _alter(store, entry, validate_only: bool) -> None:
         store.set_quota_configs(entity, wanted)
 
 
-def handle_alter_client_quotas(ctx, req):
+def handle_alter_client_quotas(ctx: RequestContext, req):
     require_cluster(ctx, AclOperation.ALTER_CONFIGS)
     cls = ctx.codec.api.response
-    store = ctx.broker.metadata
+    store = ctx.services.metadata
     results = []
     for entry in req.entries:
         try:

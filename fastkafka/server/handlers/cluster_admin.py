@@ -14,6 +14,8 @@ or filter); without an authorizer they answer SECURITY_DISABLED, as Kafka does.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 
 from fastkafka import errors
@@ -26,6 +28,9 @@ from .failure import failure
 from .leader import leader_log
 from .metadata import live_brokers
 
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
 __all__ = ["CLUSTER_ADMIN_RANGES"]
 
 _NO_AUTHORIZER = "No Authorizer is configured on the broker"
@@ -33,7 +38,7 @@ _SECURITY_DISABLED = errors.SecurityDisabledError.code
 BROKER_ENDPOINT = 1
 
 
-def handle_describe_cluster(ctx, req):
+def handle_describe_cluster(ctx: RequestContext, req):
     if req.endpoint_type != BROKER_ENDPOINT:       # v1+: KRaft controllers are asked for type 2
         return ctx.codec.api.response(
             throttle_time_ms=0, error_code=errors.UnsupportedEndpointTypeError.code,
@@ -41,7 +46,7 @@ def handle_describe_cluster(ctx, req):
                           f"an endpoint of type {req.endpoint_type}", endpoint_type=BROKER_ENDPOINT)
     nodes, controller_id = live_brokers(ctx)
     return ctx.codec.api.response(
-        throttle_time_ms=0, error_code=0, cluster_id=ctx.broker.cluster_id, controller_id=controller_id,
+        throttle_time_ms=0, error_code=0, cluster_id=ctx.services.cluster_id, controller_id=controller_id,
         brokers=[{"broker_id": i, "host": h, "port": p, "rack": r} for i, h, p, r in nodes],
         cluster_authorized_operations=ctx.authorized_operations(
             CLUSTER, CLUSTER_NAME, req.include_cluster_authorized_operations))
@@ -54,12 +59,12 @@ def _wanted(req):
     return {t.topic: set(t.partitions) for t in req.topics}
 
 
-def handle_describe_log_dirs(ctx, req):
+def handle_describe_log_dirs(ctx: RequestContext, req):
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):
         return ctx.codec.api.response(throttle_time_ms=0, error_code=errors.ClusterAuthorizationFailedError.code,
                                       results=[])
     wanted = _wanted(req)
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     by_dir: dict[str, dict[str, list]] = {d: {} for d in logs.log_dirs}
     for lg in logs.logs():
         if wanted is not None and lg.partition not in wanted.get(lg.topic, ()):
@@ -81,7 +86,7 @@ def handle_describe_log_dirs(ctx, req):
     return ctx.codec.api.response(throttle_time_ms=0, error_code=0, results=results)
 
 
-def _partition_producers(ctx, name: str, p: int) -> dict:
+def _partition_producers(ctx: RequestContext, name: str, p: int) -> dict:
     try:
         if not ctx.authorize(AclOperation.READ, TOPIC, name):
             raise errors.TopicAuthorizationFailedError(f"Not authorized to read topic {name}")
@@ -95,7 +100,7 @@ def _partition_producers(ctx, name: str, p: int) -> dict:
             "active_producers": [a._asdict() for a in active]}
 
 
-def handle_describe_producers(ctx, req):
+def handle_describe_producers(ctx: RequestContext, req):
     return ctx.codec.api.response(throttle_time_ms=0, topics=[
         {"name": t.name, "partitions": [_partition_producers(ctx, t.name, p) for p in t.partition_indexes]}
         for t in req.topics])
@@ -112,9 +117,9 @@ def _acl_fields(a: AclBinding) -> dict:
             "permission_type": a.permission_type}
 
 
-def handle_describe_acls(ctx, req):
+def handle_describe_acls(ctx: RequestContext, req):
     cls = ctx.codec.api.response
-    if ctx.broker.authorizer is None:
+    if ctx.services.authorizer is None:
         return cls(throttle_time_ms=0, error_code=_SECURITY_DISABLED, error_message=_NO_AUTHORIZER, resources=[])
     require_cluster(ctx, AclOperation.DESCRIBE)
     try:
@@ -123,7 +128,7 @@ def handle_describe_acls(ctx, req):
         return cls(throttle_time_ms=0, error_code=errors.InvalidRequestError.code, error_message=str(e),
                    resources=[])
     by_pattern: dict[tuple, list] = {}
-    for a in ctx.broker.metadata.acls():
+    for a in ctx.services.metadata.acls():
         if wanted.matches(a):
             by_pattern.setdefault(a.pattern, []).append(
                 {"principal": a.principal, "host": a.host, "operation": a.operation,
@@ -133,13 +138,14 @@ def handle_describe_acls(ctx, req):
         for (rtype, name, ptype), acls in sorted(by_pattern.items())])
 
 
-def handle_create_acls(ctx, req):
+def handle_create_acls(ctx: RequestContext, req):
     cls = ctx.codec.api.response
-    if ctx.broker.authorizer is None:
+    if ctx.services.authorizer is None:
         return cls(throttle_time_ms=0, results=[
             {"error_code": _SECURITY_DISABLED, "error_message": _NO_AUTHORIZER} for _ in req.creations])
     require_cluster(ctx, AclOperation.ALTER)
-    results, new = [], []
+    results: list[dict] = []
+    new = []
     for c in req.creations:
         try:
             new.append(AclBinding.of(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal,
@@ -149,21 +155,21 @@ def handle_create_acls(ctx, req):
             results.append({"error_code": errors.InvalidRequestError.code, "error_message": str(e)})
     if new:
         try:
-            ctx.broker.metadata.change_acls(add=new)
+            ctx.services.metadata.change_acls(add=new)
         except Exception as e:       # the store could not persist them (ZooKeeper gone): none was stored
             code, msg = failure(e, "store %d ACLs", len(new))
             results = [r if r["error_code"] else {"error_code": code, "error_message": msg} for r in results]
     return cls(throttle_time_ms=0, results=results)
 
 
-def handle_delete_acls(ctx, req):
+def handle_delete_acls(ctx: RequestContext, req):
     cls = ctx.codec.api.response
-    if ctx.broker.authorizer is None:
+    if ctx.services.authorizer is None:
         return cls(throttle_time_ms=0, filter_results=[
             {"error_code": _SECURITY_DISABLED, "error_message": _NO_AUTHORIZER, "matching_acls": []}
             for _ in req.filters])
     require_cluster(ctx, AclOperation.ALTER)
-    store = ctx.broker.metadata
+    store = ctx.services.metadata
     current = list(store.acls())
     results, doomed = [], {}
     for f in req.filters:

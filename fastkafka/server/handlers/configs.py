@@ -23,6 +23,8 @@ topic (TOPIC_AUTHORIZATION_FAILED) or on the cluster for a broker (CLUSTER_AUTHO
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastkafka import errors
 from fastkafka.config import BOOLEAN, DOUBLE, INT, KEYS, LIST, LONG, PASSWORD, STRING, TOPIC_KEYS
 
@@ -30,6 +32,9 @@ from ..dynamic_config import (DEFAULT_CONFIG, DEFAULT_ENTITY, DYNAMIC_DEFAULT_BR
                               config_text)
 from .authorization import AclOperation, require_cluster, require_topic
 from .failure import failure
+
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
 
 __all__ = ["handle_describe_configs", "handle_alter_configs", "handle_incremental_alter_configs",
            "topic_config_entries"]
@@ -41,7 +46,7 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3     # IncrementalAlterConfigs' config
 CONFIG_TYPES = {BOOLEAN: 1, STRING: 2, INT: 3, LONG: 5, DOUBLE: 6, LIST: 7, PASSWORD: 9}
 
 
-def _require(ctx, op: AclOperation, r) -> None:
+def _require(ctx: RequestContext, op: AclOperation, r) -> None:
     if r.resource_type == TOPIC:
         require_topic(ctx, op, r.resource_name)
     elif r.resource_type == BROKER:
@@ -52,11 +57,11 @@ def _wanted(keys, names):
     return [n for n in names if keys is None or n in keys]
 
 
-def topic_config_entries(ctx, effective, overrides, keys=None) -> list[tuple]:
+def topic_config_entries(ctx: RequestContext, effective, overrides, keys=None) -> list[tuple]:
     """``(name, value, ConfigSource, synonyms)`` of each topic config (``keys``: all when None)
     of a topic whose LogConfig is ``effective`` and whose own overrides are ``overrides``:
     DescribeConfigs' entries, and CreateTopics v5+'s."""
-    dyn = ctx.broker.dynamic_config
+    dyn = ctx.services.dynamic_config
     out = []
     for tname in _wanted(keys, sorted(TOPIC_KEYS)):
         key = TOPIC_KEYS[tname]
@@ -69,8 +74,8 @@ def topic_config_entries(ctx, effective, overrides, keys=None) -> list[tuple]:
     return out
 
 
-def _topic_configs(ctx, cls, name: str, keys, synonyms: bool, docs: bool):
-    topics = ctx.broker.topics
+def _topic_configs(ctx: RequestContext, cls, name: str, keys, synonyms: bool, docs: bool):
+    topics = ctx.services.topics
     info = topics.get(name)
     if info is None:
         raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
@@ -78,17 +83,17 @@ def _topic_configs(ctx, cls, name: str, keys, synonyms: bool, docs: bool):
             for tname, value, source, syn in topic_config_entries(ctx, topics.log_config(name), info.configs, keys)]
 
 
-def _broker_entity(ctx, name: str) -> str:
+def _broker_entity(ctx: RequestContext, name: str) -> str:
     """A broker resource's name: this broker's id, or empty for the cluster-wide configs."""
     if name == "":
         return DEFAULT_ENTITY
-    if name != str(ctx.broker.broker_id):
-        raise errors.InvalidRequestError(f"this is broker {ctx.broker.broker_id}, not {name!r}")
+    if name != str(ctx.services.broker_id):
+        raise errors.InvalidRequestError(f"this is broker {ctx.services.broker_id}, not {name!r}")
     return name
 
 
-def _broker_configs(ctx, cls, name: str, keys, synonyms: bool, docs: bool):
-    dyn = ctx.broker.dynamic_config
+def _broker_configs(ctx: RequestContext, cls, name: str, keys, synonyms: bool, docs: bool):
+    dyn = ctx.services.dynamic_config
     if _broker_entity(ctx, name) == DEFAULT_ENTITY:
         return [_entry(cls, KEYS.get(k), k, v, False, DYNAMIC_DEFAULT_BROKER_CONFIG,
                        [(k, v, DYNAMIC_DEFAULT_BROKER_CONFIG)] if synonyms else [], docs=docs)
@@ -118,7 +123,7 @@ def _entry(cls, key, name, value, read_only, source, synonyms, sensitive=False, 
              documentation=key.doc if docs and key is not None else None)
 
 
-def handle_describe_configs(ctx, req):
+def handle_describe_configs(ctx: RequestContext, req):
     cls = ctx.codec.api.response
     synonyms, docs = bool(req.include_synonyms), bool(req.include_documentation)
     out = []
@@ -140,7 +145,7 @@ def handle_describe_configs(ctx, req):
     return cls(throttle_time_ms=0, results=out)
 
 
-def _alter(ctx, req, new_configs):
+def _alter(ctx: RequestContext, req, new_configs):
     """Run ``new_configs(resource, current overrides) -> overrides`` for each resource."""
     out = []
     for r in req.resources:
@@ -148,7 +153,7 @@ def _alter(ctx, req, new_configs):
         try:
             _require(ctx, AclOperation.ALTER_CONFIGS, r)
             if r.resource_type == TOPIC:
-                topics = ctx.broker.topics
+                topics = ctx.services.topics
                 info = topics.get(r.resource_name)
                 if info is None:
                     raise errors.UnknownTopicOrPartitionError(f"topic {r.resource_name!r} does not exist")
@@ -156,7 +161,7 @@ def _alter(ctx, req, new_configs):
                                      validate_only=bool(req.validate_only))
             elif r.resource_type == BROKER:
                 entity = _broker_entity(ctx, r.resource_name)
-                dyn = ctx.broker.dynamic_config
+                dyn = ctx.services.dynamic_config
                 dyn.alter(entity, new_configs(r, dyn.stored(entity)), validate_only=bool(req.validate_only))
             else:
                 raise errors.InvalidRequestError(f"resource type {r.resource_type} is not supported")
@@ -167,7 +172,7 @@ def _alter(ctx, req, new_configs):
     return ctx.codec.api.response(throttle_time_ms=0, responses=out)
 
 
-def handle_alter_configs(ctx, req):
+def handle_alter_configs(ctx: RequestContext, req):
     return _alter(ctx, req, lambda r, _current: {c.name: c.value for c in r.configs if c.value is not None})
 
 
@@ -200,5 +205,5 @@ def _incremental(r, current: dict[str, str]) -> dict[str, str]:
     return current
 
 
-def handle_incremental_alter_configs(ctx, req):
+def handle_incremental_alter_configs(ctx: RequestContext, req):
     return _alter(ctx, req, _incremental)

@@ -16,6 +16,8 @@ Example (what a confluent-kafka consumer with ``group.protocol=consumer`` amount
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
 
@@ -23,16 +25,19 @@ from ..authorizer import GROUP, AclOperation
 from ..dispatch import DELAYED
 from .authorization import require_group
 
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
 __all__ = ["handle_consumer_group_heartbeat", "handle_consumer_group_describe", "CONSUMER_GROUP_RANGES"]
 
 _GROUP_DENIED = errors.GroupAuthorizationFailedError.code
 
 
-def _groups(ctx):
-    return ctx.broker.group_coordination().groups
+def _groups(ctx: RequestContext):
+    return ctx.services.group_coordination().groups
 
 
-def handle_consumer_group_heartbeat(ctx, req):
+def handle_consumer_group_heartbeat(ctx: RequestContext, req):
     require_group(ctx, AclOperation.READ, req.group_id)
     _groups(ctx).consumer_group_heartbeat(
         req.group_id, req.member_id, req.member_epoch, instance_id=req.instance_id, rack_id=req.rack_id,
@@ -46,7 +51,7 @@ def handle_consumer_group_heartbeat(ctx, req):
     return DELAYED
 
 
-def _heartbeat_response(ctx, r):
+def _heartbeat_response(ctx: RequestContext, r):
     cls = ctx.codec.api.response
     assignment = None
     if r.assignment is not None:
@@ -58,7 +63,7 @@ def _heartbeat_response(ctx, r):
                assignment=assignment)
 
 
-def handle_consumer_group_describe(ctx, req):
+def handle_consumer_group_describe(ctx: RequestContext, req):
     cls = ctx.codec.api.response
     members_cls = cls.Groups.Members
     coordinator = _groups(ctx)
@@ -91,8 +96,8 @@ def handle_consumer_group_describe(ctx, req):
     return cls(throttle_time_ms=0, groups=out)
 
 
-def _named(ctx, assignment_cls, partitions: dict) -> list:
-    names = ctx.broker.topics.name_of
+def _named(ctx: RequestContext, assignment_cls, partitions: dict) -> list:
+    names = ctx.services.topics.name_of
     return [assignment_cls.TopicPartitions(topic_id=tid, topic_name=names(tid) or "", partitions=sorted(ps))
             for tid, ps in partitions.items()]
 

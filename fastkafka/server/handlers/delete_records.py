@@ -14,6 +14,8 @@ A single broker leads every partition and answers at once. DELETE on the topic i
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastkafka import errors
 
 from ..authorizer import TOPIC, AclOperation
@@ -24,6 +26,9 @@ from .authorization import require_topic
 from .failure import failure
 from .leader import leader_log
 
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
 __all__ = ["handle_delete_records"]
 
 HIGH_WATERMARK = -1
@@ -31,11 +36,11 @@ _NOT_LEADER = errors.NotLeaderOrFollowerError.code
 _TIMED_OUT = errors.RequestTimedOutError.code
 
 
-def _delayed(ctx, timeout_ms: int, topics, waiting) -> DelayedPartitions:
+def _delayed(ctx: RequestContext, timeout_ms: int, topics, waiting) -> DelayedPartitions:
     """Each ``(fields, (partition state, offset to reach))`` answers once the partition's low
     watermark reached the offset (NOT_LEADER_OR_FOLLOWER once this broker no longer leads it),
     REQUEST_TIMED_OUT with the low watermark reached so far when the time is up."""
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
 
     def ready(w):
         part, required = w
@@ -51,17 +56,17 @@ def _delayed(ctx, timeout_ms: int, topics, waiting) -> DelayedPartitions:
                              respond=lambda: ctx.send(_response(ctx, topics)))
 
 
-def _response(ctx, topics):
+def _response(ctx: RequestContext, topics):
     cls = ctx.codec.api.response
     return cls(throttle_time_ms=0, topics=[
         cls.Topics(name=name, partitions=[cls.Topics.Partitions(**kw) for kw in parts]) for name, parts in topics])
 
 
-def handle_delete_records(ctx, req):
-    replicas = ctx.broker.replicas
+def handle_delete_records(ctx: RequestContext, req):
+    replicas = ctx.services.replicas
     topics, waiting = [], []
     for t in req.topics:
-        parts = []
+        parts: list[dict] = []
         topics.append((t.name, parts))
         deletable = ctx.authorize(AclOperation.DELETE, TOPIC, t.name)
         for p in t.partitions:
@@ -79,6 +84,7 @@ def handle_delete_records(ctx, req):
             except Exception as e:  # noqa: BLE001 — each partition answers for itself
                 kw["error_code"] = failure(e, "delete records of %s-%d", t.name, p.partition_index)[0]
     if waiting:
+        assert replicas is not None, "only replicated partitions wait"
         _delayed(ctx, req.timeout_ms, topics, waiting).wait_in(
             replicas.delete_records_purgatory, [(w[0].topic, w[0].partition) for _, w in waiting])
         return DELAYED

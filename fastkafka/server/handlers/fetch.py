@@ -53,6 +53,8 @@ without asking for metadata first (``leader.hint_leaders``, shared with Produce 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 
 from fastkafka import errors
 from fastkafka.protocol.messages.core import fetch_replica_id
@@ -64,6 +66,10 @@ from ..purgatory import DelayedOperation
 from ..send import FileRegion
 from .failure import failure
 from .leader import hint_leaders, leader_log
+
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+    from ..metrics import BrokerMetrics
 
 __all__ = ["handle_fetch"]
 
@@ -79,47 +85,49 @@ class _Read:
     __slots__ = ("results", "total", "errored", "replication", "throttled")
 
     def __init__(self, replication: bool = False):
-        self.results = []     # per topic: (name, topic id or None, [partition response kwargs])
+        self.results: list[tuple] = []     # per topic: (name, topic id or None, [partition response kwargs])
         self.total = 0
         self.errored = False
         self.replication = replication    # a follower's fetch (counted apart from consumers' bytes out)
         self.throttled = 0    # bytes of a follower's throttled partitions (the leader's replication quota)
 
 
-def _topics(ctx, req):
+def _topics(ctx: RequestContext, req):
     """``(name, topic id, partitions)`` per requested topic; v13+ name topics by id (the name is
     None when no topic has the id)."""
     if ctx.version < 13:
         return [(t.topic, None, t.partitions) for t in req.topics]
-    name_of = ctx.broker.topics.name_of
+    name_of = ctx.services.topics.name_of
     return [(name_of(t.topic_id), t.topic_id, t.partitions) for t in req.topics]
 
 
-def _session(ctx, req) -> FetchContext:
+def _session(ctx: RequestContext, req) -> FetchContext:
     """The request's fetch session context (v0-6: none, the request's partitions)."""
     topics = _topics(ctx, req)
     if ctx.version < 7:
         return FetchContext(None, topics=topics)
-    name_of = ctx.broker.topics.name_of if ctx.version >= 13 else None
+    name_of = ctx.services.topics.name_of if ctx.version >= 13 else None
     # a session keys a v13+ partition by its topic id alone: no name needed to forget it
     forgotten = [(None, t.topic_id, t.partitions) if name_of else (t.topic, None, t.partitions)
                  for t in req.forgotten_topics_data]
-    return ctx.broker.fetch_sessions.context(ctx.version, req.session_id, req.session_epoch, topics, forgotten,
+    return ctx.services.fetch_sessions.context(ctx.version, req.session_id, req.session_epoch, topics, forgotten,
                                              fetch_replica_id(ctx.version, req) >= 0, name_of)
 
 
-def _read_all(ctx, req, topics) -> _Read:
-    replicas = ctx.broker.replicas
+def _read_all(ctx: RequestContext, req, topics) -> _Read:
+    replicas = ctx.services.replicas
     version = ctx.version
     rid = fetch_replica_id(version, req)
-    follower = rid if replicas is not None and rid >= 0 else -1
+    # a follower's fetch (cluster mode): the replica manager records its progress
+    followed = replicas if replicas is not None and rid >= 0 else None
+    follower = rid if followed is not None else -1
     down_magic = 0 if version <= 1 else (1 if version <= 3 else None)
     kip74 = version >= 3
     budget = req.max_bytes if kip74 else 1 << 62
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
     from_replica = rid >= 0
     out = _Read(from_replica)
-    quota = replicas.leader_quota if follower >= 0 and not replicas.leader_quota.unlimited else None
+    quota = followed.leader_quota if followed is not None and not followed.leader_quota.unlimited else None
     for topic, topic_id, partitions in topics:
         parts = []
         # Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic
@@ -129,16 +137,16 @@ def _read_all(ctx, req, topics) -> _Read:
             hw = start = stable = -1
             code = 0
             diverging = None
-            records = b""
-            aborted = [] if committed else None
+            records: bytes | FileRegion = b""
+            aborted: list | None = [] if committed else None
             try:
                 if not allowed:
                     raise errors.TopicAuthorizationFailedError(f"not authorized to read {topic}")
                 if topic is None:
                     raise errors.UnknownTopicIdError(f"no topic has the id {topic_id}")
                 lg = leader_log(ctx, topic, p.partition, p.current_leader_epoch)
-                if follower >= 0:
-                    replicas.follower_fetched(topic, p.partition, follower, p.fetch_offset, p.log_start_offset)
+                if followed is not None:
+                    followed.follower_fetched(topic, p.partition, follower, p.fetch_offset, p.log_start_offset)
                 hw, start = lg.high_watermark, lg.log_start_offset
                 stable = lg.last_stable_offset
                 upto = None if follower >= 0 else (stable if committed else hw)
@@ -146,7 +154,7 @@ def _read_all(ctx, req, topics) -> _Read:
                 throttled = quota is not None and quota.is_throttled(
                     lg.config.leader_replication_throttled_replicas, p.partition)
                 # held back: answered empty, nothing recorded
-                held = throttled and replicas.holds_back(topic, p.partition, follower)
+                held = throttled and followed is not None and followed.holds_back(topic, p.partition, follower)
                 if p.last_fetched_epoch >= 0 and version >= 12:
                     diverging = _diverging(lg, p.last_fetched_epoch, p.fetch_offset)
                     held = held or diverging is not None
@@ -188,12 +196,12 @@ def _diverging(lg, last_fetched_epoch: int, fetch_offset: int) -> dict | None:
     return None
 
 
-def _count(ctx, read: _Read) -> None:
+def _count(metrics: BrokerMetrics, read: _Read) -> None:
     """The answer's bytes and failed partitions, once per topic (the response is final here)."""
     for name, _topic_id, parts in read.results:
         if name is None:
             continue
-        ctx.metrics.fetched(name, sum(len(kw["records"]) for kw in parts),
+        metrics.fetched(name, sum(len(kw["records"]) for kw in parts),
                             sum(1 for kw in parts if kw["error_code"]), read.replication)
 
 
@@ -202,11 +210,12 @@ def _down_convert(region, magic: int) -> bytes:
     return legacy.down_convert(region.read_bytes(), magic)
 
 
-def _response(ctx, read: _Read, session: FetchContext):
+def _response(ctx: RequestContext, read: _Read, session: FetchContext):
     if ctx.metrics is not None:
-        _count(ctx, read)
-    if read.throttled:
-        ctx.broker.replicas.leader_quota.record(read.throttled)
+        _count(ctx.metrics, read)
+    replicas = ctx.services.replicas
+    if read.throttled and replicas is not None:       # only followers' fetches are throttled
+        replicas.leader_quota.record(read.throttled)
     error_code, session_id, results = session.answer(read.results)
     cls = ctx.codec.api.response
     nodes = []
@@ -240,7 +249,7 @@ class DelayedFetch(DelayedOperation):
         self.ctx.send(_response(self.ctx, read, self.session))
 
 
-def handle_fetch(ctx, req):
+def handle_fetch(ctx: RequestContext, req):
     session = _session(ctx, req)
     if session.error:
         return _response(ctx, _Read(), session)
@@ -250,5 +259,5 @@ def handle_fetch(ctx, req):
     keys = [(name, p.partition) for name, _, partitions in session.topics if name is not None
             for p in partitions]
     op = DelayedFetch(ctx, req, session)
-    ctx.broker.fetch_purgatory.try_complete_else_watch(op, keys)
+    ctx.services.fetch_purgatory.try_complete_else_watch(op, keys)
     return DELAYED

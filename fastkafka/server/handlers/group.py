@@ -22,6 +22,8 @@ Example (what a kafka-python consumer's first requests amount to)::
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 from fastkafka import errors
@@ -35,6 +37,9 @@ from ..dispatch import DELAYED
 from .authorization import require_group, require_transactional_id
 from .consumer_group import CONSUMER_GROUP_RANGES
 
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
 __all__ = ["handle_find_coordinator", "handle_join_group", "handle_sync_group", "handle_heartbeat",
            "handle_leave_group", "handle_list_groups", "handle_describe_groups",
            "handle_delete_groups", "handle_offset_delete", "handle_offset_commit", "handle_offset_fetch",
@@ -46,8 +51,8 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
 
-def _groups(ctx):
-    return ctx.broker.group_coordination().groups
+def _groups(ctx: RequestContext):
+    return ctx.services.group_coordination().groups
 
 
 _TOPIC_DENIED = errors.TopicAuthorizationFailedError.code
@@ -56,12 +61,12 @@ _GROUP_DENIED = errors.GroupAuthorizationFailedError.code
 READ, DESCRIBE, DELETE = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE
 
 
-def handle_find_coordinator(ctx, req):
+def handle_find_coordinator(ctx: RequestContext, req):
     """Up to v3 one ``key``; v4+ (KIP-699) a batch of ``coordinator_keys``, each answered on its
     own in ``coordinators`` (an authorization failure is that key's error, not the request's)."""
     if req.key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         raise errors.InvalidRequestError(f"unknown key type {req.key_type}")
-    svc = ctx.broker.group_coordination()          # make sure the coordinators are up (and loading)
+    svc = ctx.services.group_coordination()          # make sure the coordinators are up (and loading)
     if ctx.version < 4:
         if req.key_type == TRANSACTION_KEY_TYPE:
             require_transactional_id(ctx, DESCRIBE, req.key)
@@ -86,17 +91,17 @@ def handle_find_coordinator(ctx, req):
     return cls(throttle_time_ms=0, coordinators=out)
 
 
-def _coordinator(ctx, svc, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
+def _coordinator(ctx: RequestContext, svc, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
     """``(error, message, node_id, host, port)`` of the coordinator of ``key``."""
-    if ctx.broker.cluster is not None:
+    if ctx.services.cluster is not None:
         return _cluster_coordinator(ctx, svc, key, key_type)
     if key_type == TRANSACTION_KEY_TYPE:
         svc.transaction_coordinator()              # creates __transaction_state on first use
-    host, port = ctx.broker.endpoint(ctx.listener)
-    return 0, None, ctx.broker.broker_id, host, port
+    host, port = ctx.services.endpoint(ctx.listener)
+    return 0, None, ctx.services.broker_id, host, port
 
 
-def _cluster_coordinator(ctx, svc, key: str, key_type: int):
+def _cluster_coordinator(ctx: RequestContext, svc, key: str, key_type: int):
     """Cluster mode: a group's coordinator is the leader of its ``__consumer_offsets`` partition,
     a transactional id's that of its ``__transaction_state`` partition, once the topic exists
     (it is created here when enough brokers are alive, as Kafka does)."""
@@ -110,7 +115,7 @@ def _cluster_coordinator(ctx, svc, key: str, key_type: int):
         topic, partitions = OFFSETS_TOPIC, svc.groups.manager.num_partitions
     if why is not None:
         return errors.CoordinatorNotAvailableError.code, why, -1, "", -1
-    md = ctx.broker.metadata
+    md = ctx.services.zk_metadata()
     leader = md.leader(topic, partition_for(key, partitions))
     info = md.brokers().get(leader)
     ep = info.endpoint(ctx.listener) if info is not None else None
@@ -120,7 +125,7 @@ def _cluster_coordinator(ctx, svc, key: str, key_type: int):
     return 0, None, leader, ep[0], ep[1]
 
 
-def handle_join_group(ctx, req):
+def handle_join_group(ctx: RequestContext, req):
     """JoinGroup. v7+ answers the group's ``protocol_type`` and, with an error, a null protocol
     type and name (Kafka's rule). v8+'s ``reason`` has no effect but the log line, as in Kafka.
     v9's ``skip_assignment`` is always false: it is KRaft's new coordinator telling a static
@@ -146,7 +151,7 @@ def handle_join_group(ctx, req):
     return DELAYED
 
 
-def handle_sync_group(ctx, req):
+def handle_sync_group(ctx: RequestContext, req):
     """SyncGroup. v5+: the request's protocol type and name, when set, must be the group's
     (INCONSISTENT_GROUP_PROTOCOL otherwise), and the answer carries the group's."""
     require_group(ctx, READ, req.group_id)
@@ -162,14 +167,14 @@ def handle_sync_group(ctx, req):
     return DELAYED
 
 
-def handle_heartbeat(ctx, req):
+def handle_heartbeat(ctx: RequestContext, req):
     require_group(ctx, READ, req.group_id)
     code = _groups(ctx).heartbeat(req.group_id, req.generation_id, req.member_id,
                                   req.group_instance_id)
     return ctx.response(throttle_time_ms=0, error_code=code)
 
 
-def handle_leave_group(ctx, req):
+def handle_leave_group(ctx: RequestContext, req):
     """LeaveGroup. v3+ (KIP-345) names several members, each by member id and/or
     ``group_instance_id``, and answers an error per member; v5+'s per-member ``reason`` has no
     effect but the log line, as in Kafka."""
@@ -189,7 +194,7 @@ def handle_leave_group(ctx, req):
         for m, c in zip(req.members, codes)])
 
 
-def handle_list_groups(ctx, req):
+def handle_list_groups(ctx: RequestContext, req):
     """ListGroups. v4+ filters by ``states_filter`` (ignoring case) and answers each group's
     state; v5+ by ``types_filter`` (``classic`` or KIP-848's ``consumer``) and answers each
     group's type."""
@@ -207,7 +212,7 @@ def handle_list_groups(ctx, req):
                        for g, t, s, k in typed])
 
 
-def handle_describe_groups(ctx, req):
+def handle_describe_groups(ctx: RequestContext, req):
     gc = _groups(ctx)
     cls = ctx.codec.api.response
     out = []
@@ -229,7 +234,7 @@ def handle_describe_groups(ctx, req):
     return cls(throttle_time_ms=0, groups=out)
 
 
-def handle_delete_groups(ctx, req):
+def handle_delete_groups(ctx: RequestContext, req):
     allowed = [g for g in req.groups_names if ctx.authorize(DELETE, GROUP, g)]
     result = dict.fromkeys(req.groups_names, _GROUP_DENIED)
     result.update(_groups(ctx).delete_groups(allowed) if allowed else {})
@@ -238,12 +243,12 @@ def handle_delete_groups(ctx, req):
                results=[cls.Results(group_id=g, error_code=result[g]) for g in req.groups_names])
 
 
-def partition_exists(ctx, topic: str, partition: int) -> bool:
-    info = ctx.broker.topics.get(topic)
+def partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
+    info = ctx.services.topics.get(topic)
     return info is not None and 0 <= partition < info.partitions
 
 
-def handle_offset_commit(ctx, req):
+def handle_offset_commit(ctx: RequestContext, req):
     v = ctx.version
     now = wall_clock_ms()
     # v2-v4 may ask for a retention of their own; it is stored as an expire timestamp (value v1)
@@ -267,7 +272,7 @@ def handle_offset_commit(ctx, req):
     return DELAYED
 
 
-def requested_offsets(ctx, req, offset_of) -> tuple[dict, dict]:
+def requested_offsets(ctx: RequestContext, req, offset_of) -> tuple[dict, dict]:
     """OffsetCommit's and TxnOffsetCommit's partitions: ``({tp: offset_of(partition)}, {tp:
     error})`` for those that exist and may be read, and the others (TOPIC_AUTHORIZATION_FAILED,
     UNKNOWN_TOPIC_OR_PARTITION)."""
@@ -285,7 +290,7 @@ def requested_offsets(ctx, req, offset_of) -> tuple[dict, dict]:
     return offsets, codes
 
 
-def commit_response(ctx, req, codes: dict) -> object:
+def commit_response(ctx: RequestContext, req, codes: dict) -> object:
     """OffsetCommit's and TxnOffsetCommit's answer: a code per partition the request named."""
     cls = ctx.codec.api.response
     return cls(throttle_time_ms=0, topics=[
@@ -295,7 +300,7 @@ def commit_response(ctx, req, codes: dict) -> object:
             for p in t.partitions]) for t in req.topics])
 
 
-def handle_offset_fetch(ctx, req):
+def handle_offset_fetch(ctx: RequestContext, req):
     """OffsetFetch. v8+ (KIP-709) asks for several groups at once: each group answers on its own,
     with its own error (GROUP_AUTHORIZATION_FAILED for a group the principal may not describe)."""
     if ctx.version < 8:
@@ -315,7 +320,7 @@ def handle_offset_fetch(ctx, req):
     return cls(throttle_time_ms=0, groups=out)
 
 
-def _fetch_group(ctx, group_id: str, topics, require_stable: bool, topic_cls, member_id=None,
+def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: bool, topic_cls, member_id=None,
                  member_epoch=-1) -> tuple[int, list]:
     """One group's committed offsets: its error and the response's topics (``topic_cls`` and its
     ``Partitions``: the flat v0-v7 layout or a v8 group's). v9's member id and epoch are checked
@@ -323,7 +328,7 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, topic_cls, me
     v = ctx.version
     part_cls = topic_cls.Partitions
     by_topic: dict[str, list] = {}
-    wanted = None
+    wanted: list | None = None
     if topics is not None:
         wanted = []
         for t in topics:
@@ -355,7 +360,7 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, topic_cls, me
     return code, [topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()]
 
 
-def handle_offset_delete(ctx, req):
+def handle_offset_delete(ctx: RequestContext, req):
     require_group(ctx, DELETE, req.group_id)
     readable = {t.name for t in req.topics if ctx.authorize(READ, TOPIC, t.name)}
     tps = [(t.name, p.partition_index) for t in req.topics if t.name in readable for p in t.partitions]

@@ -31,12 +31,17 @@ OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before), as Kafka does.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastkafka import errors
 
 from ..partition import LEADER
 from .authorization import AclOperation, require_topic
 from .failure import failure
 from .leader import leader_log, partition_epoch
+
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
 
 __all__ = ["handle_list_offsets"]
 
@@ -49,9 +54,9 @@ CONSUMER = -1          # Kafka's ListOffsetsRequest.CONSUMER_REPLICA_ID
 DEBUGGING = -2         # DEBUGGING_REPLICA_ID: any replica answers
 
 
-def _lagging_leader(ctx, topic: str, partition: int, lg) -> bool:
+def _lagging_leader(ctx: RequestContext, topic: str, partition: int, lg) -> bool:
     """A leader whose high watermark has not reached the start of its epoch yet."""
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     part = None if replicas is None else replicas.get(topic, partition)
     return part is not None and part.role == LEADER and part.epoch_start_offset > lg.high_watermark
 
@@ -76,7 +81,7 @@ def _offsets_before(lg, p, client: bool) -> list[int]:
     return offsets
 
 
-def _offset(ctx, lg, topic: str, p, client: bool, committed: bool) -> tuple[int, int, int]:
+def _offset(ctx: RequestContext, lg, topic: str, p, client: bool, committed: bool) -> tuple[int, int, int]:
     """``(offset, timestamp, leader_epoch)`` for one v1+ partition."""
     if client:
         last = lg.last_stable_offset if committed else lg.high_watermark
@@ -101,7 +106,7 @@ def _offset(ctx, lg, topic: str, p, client: bool, committed: bool) -> tuple[int,
     return offset, found_timestamp, lg.leader_epochs.epoch_for_offset(offset)
 
 
-def handle_list_offsets(ctx, req):
+def handle_list_offsets(ctx: RequestContext, req):
     version = ctx.version
     client = req.replica_id == CONSUMER
     committed = client and version >= 2 and req.isolation_level == READ_COMMITTED

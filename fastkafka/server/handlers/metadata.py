@@ -30,6 +30,8 @@ with the response's ``cluster_authorized_operations``.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastkafka import errors
 from fastkafka.cluster.embedded import validate_topic_name
 from fastkafka.protocol.types import UUID_ZERO
@@ -37,6 +39,9 @@ from fastkafka.protocol.types import UUID_ZERO
 from ..authorizer import CLUSTER_NAME, TOPIC, AclOperation, ResourceType
 from ..mutation_quota import record_auto_creation
 from ..topics import EMBEDDED_LEADER_EPOCH, INTERNAL_TOPICS
+
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
 
 __all__ = ["handle_metadata", "live_brokers"]
 
@@ -59,11 +64,11 @@ def _cluster_partitions(resp_cls, metadata, info):
     return parts
 
 
-def _topic(ctx, info, ops_asked: bool):
-    broker, resp_cls = ctx.broker, ctx.codec.api.response
-    me = broker.broker_id
-    if broker.cluster is not None:
-        parts = _cluster_partitions(resp_cls, broker.metadata, info)
+def _topic(ctx: RequestContext, info, ops_asked: bool):
+    svc, resp_cls = ctx.services, ctx.codec.api.response
+    me = svc.broker_id
+    if svc.cluster is not None:
+        parts = _cluster_partitions(resp_cls, svc.metadata, info)
     else:
         parts = [resp_cls.Topics.Partitions(error_code=_NONE, partition_index=p, leader_id=me,
                                             leader_epoch=EMBEDDED_LEADER_EPOCH,
@@ -74,19 +79,20 @@ def _topic(ctx, info, ops_asked: bool):
                            topic_authorized_operations=ctx.authorized_operations(TOPIC, info.name, ops_asked))
 
 
-def live_brokers(ctx) -> tuple[list[tuple[int, str, int, str | None]], int]:
+def live_brokers(ctx: RequestContext) -> tuple[list[tuple[int, str, int, str | None]], int]:
     """``([(broker id, host, port, rack)], controller id)`` as seen on the client's listener:
     this broker in embedded mode, every live registered broker in cluster mode."""
-    broker = ctx.broker
-    if broker.cluster is None:
-        host, port = broker.endpoint(ctx.listener)
-        return [(broker.broker_id, host, port, None)], broker.broker_id
+    svc = ctx.services
+    if svc.cluster is None:
+        host, port = svc.endpoint(ctx.listener)
+        return [(svc.broker_id, host, port, None)], svc.broker_id
     nodes = []
-    for b in sorted(broker.metadata.brokers().values(), key=lambda b: b.id):
+    md = svc.zk_metadata()
+    for b in sorted(md.brokers().values(), key=lambda b: b.id):
         ep = b.endpoint(ctx.listener)
         if ep is not None:
             nodes.append((b.id, ep[0], ep[1], b.rack))
-    return nodes, broker.metadata.controller_id
+    return nodes, md.controller_id
 
 
 def _topic_ids_asked(req, version: int) -> list:
@@ -102,9 +108,9 @@ def _topic_ids_asked(req, version: int) -> list:
     return ids
 
 
-def handle_metadata(ctx, req):
-    broker = ctx.broker
-    topics = broker.topics
+def handle_metadata(ctx: RequestContext, req):
+    svc = ctx.services
+    topics = svc.topics
     resp_cls = ctx.codec.api.response
     version = ctx.version
     out_topics = []
@@ -115,7 +121,7 @@ def handle_metadata(ctx, req):
         for i in ids:
             name = topics.name_of(i)
             info = topics.get(name) if name is not None else None
-            if info is None:
+            if info is None or name is None:
                 code = errors.UnknownTopicIdError.code
             elif not ctx.authorize(describe, TOPIC, name):
                 code = errors.TopicAuthorizationFailedError.code
@@ -163,7 +169,7 @@ def handle_metadata(ctx, req):
     return resp_cls(
         throttle_time_ms=0,
         brokers=[resp_cls.Brokers(node_id=i, host=h, port=p, rack=r) for i, h, p, r in nodes],
-        cluster_id=broker.cluster_id,
+        cluster_id=svc.cluster_id,
         controller_id=controller_id,
         topics=out_topics,
         cluster_authorized_operations=ctx.authorized_operations(

@@ -14,14 +14,19 @@ needs CLUSTER_ACTION on the cluster, a consumer DESCRIBE on each topic.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .authorization import AclOperation, require_cluster, require_topic
 from .failure import failure
 from .leader import leader_log
 
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
 __all__ = ["handle_offset_for_leader_epoch"]
 
 
-def handle_offset_for_leader_epoch(ctx, req):
+def handle_offset_for_leader_epoch(ctx: RequestContext, req):
     cls = ctx.codec.api.response
     from_replica = ctx.version >= 3 and req.replica_id >= 0
     if from_replica:

@@ -31,6 +31,8 @@ transaction semantics of KIP-890 (server-side partition verification), which we 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastkafka import errors
 from fastkafka.records import magic_of
 
@@ -41,6 +43,9 @@ from ..partition import ACKS_ALL, append_as_leader
 from ..topics import EMBEDDED_LEADER_EPOCH
 from .failure import failure
 from .leader import hint_leaders
+
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
 
 __all__ = ["handle_produce"]
 
@@ -57,11 +62,11 @@ _LEADER_HINTS = 10
 _NO_RECORD_ERRORS = ()
 
 
-def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
+def _append(ctx: RequestContext, replicas, topic: str, partition: int, records, acks: int):
     """(error_code, base_offset, log_append_time, log_start_offset, waiting) for one partition;
     ``waiting`` is the append's Replication when acks=all must wait. With metrics on, the
     append counts its records (the offsets it was given) and bytes, once per partition."""
-    lg = ctx.broker.topics.log(topic, partition)
+    lg = ctx.services.topics.log(topic, partition)
     part = replicas.get(topic, partition) if replicas is not None else None
     if records is None:
         raise errors.InvalidRecordError("null records")
@@ -85,7 +90,7 @@ def _append(ctx, replicas, topic: str, partition: int, records, acks: int):
     return 0, info.base_offset, info.log_append_time, info.log_start_offset, waiting
 
 
-def _response(ctx, results, not_led):
+def _response(ctx: RequestContext, results, not_led):
     """``not_led``: the ``(topic, fields)`` refused as not led here, hinted at from v10."""
     cls = ctx.codec.api.response
     nodes = (hint_leaders(ctx, [(t, kw["index"], kw) for t, kw in not_led],
@@ -96,15 +101,15 @@ def _response(ctx, results, not_led):
         for t, parts in results])
 
 
-def _respond_after_acks(ctx, results, not_led, waiting):
+def _respond_after_acks(ctx: RequestContext, results, not_led, waiting):
     """The answer once the acks=all wait is over: it may have seen leadership move, too."""
     moved = [(w.key[0], kw) for kw, w in waiting if kw["error_code"] == _NOT_LEADER]
     ctx.send(_response(ctx, results, not_led + moved))
 
 
-def handle_produce(ctx, req):
+def handle_produce(ctx: RequestContext, req):
     acks = req.acks
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     results = []
     waiting = []
     not_led = []    # (topic, fields) of partitions refused as not led here (the rare path)
@@ -113,7 +118,7 @@ def handle_produce(ctx, req):
     if refused is None and txn_id is not None and not ctx.authorize(AclOperation.WRITE, TRANSACTIONAL_ID, txn_id):
         refused = _TXN_DENIED
     for t in req.topic_data:
-        parts = []
+        parts: list[dict] = []
         results.append((t.name, parts))
         topic_refused = refused
         if topic_refused is None and not ctx.authorize(AclOperation.WRITE, TOPIC, t.name):
@@ -139,6 +144,7 @@ def handle_produce(ctx, req):
     if acks == 0:
         return None
     if waiting:
+        assert replicas is not None, "only replicated writes wait for acks=all"
         wait_for_acks_all(req.timeout_ms, waiting, lambda: _respond_after_acks(ctx, results, not_led, waiting),
                           replicas.produce_purgatory)
         return DELAYED

@@ -7,27 +7,32 @@ nothing is ever under way.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastkafka import errors
 from fastkafka.cluster.election import no_such_partition, not_controller
 
 from ..authorizer import AclOperation
 
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
 __all__ = ["handle_alter_partition_reassignments", "handle_list_partition_reassignments"]
 
 
-def _refused(ctx, e: errors.KafkaError, **extra):
+def _refused(ctx: RequestContext, e: errors.KafkaError, **extra):
     return ctx.codec.api.response(throttle_time_ms=0, error_code=e.code, error_message=str(e), **extra)
 
 
-def handle_alter_partition_reassignments(ctx, req):
+def handle_alter_partition_reassignments(ctx: RequestContext, req):
     if not ctx.authorize_cluster(AclOperation.ALTER):
         return _refused(ctx, errors.ClusterAuthorizationFailedError("Not authorized to alter the cluster"),
                         responses=[])
     wanted = {(t.name, p.partition_index): None if p.replicas is None else tuple(p.replicas)
               for t in req.topics for p in t.partitions}
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     if controller is None:
-        results = {tp: _embedded_alter(ctx.broker, tp, target) for tp, target in wanted.items()}
+        results = {tp: _embedded_alter(ctx.services, tp, target) for tp, target in wanted.items()}
     elif not controller.active:
         return _refused(ctx, not_controller(), responses=[])
     else:
@@ -52,12 +57,12 @@ def _embedded_alter(broker, tp, target):
     return None
 
 
-def handle_list_partition_reassignments(ctx, req):
+def handle_list_partition_reassignments(ctx: RequestContext, req):
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):
         return _refused(ctx, errors.ClusterAuthorizationFailedError("Not authorized to describe the cluster"),
                         topics=[])
     wanted = None if req.topics is None else {(t.name, p) for t in req.topics for p in t.partition_indexes}
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     try:
         ongoing = {} if controller is None else controller.list_reassignments(wanted)
     except errors.NotControllerError as e:

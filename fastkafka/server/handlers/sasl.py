@@ -8,6 +8,8 @@ meanwhile, as Kafka does.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
 from fastkafka import errors
@@ -16,17 +18,20 @@ from fastkafka.security import AuthenticationFailed
 
 from ..dispatch import DELAYED
 
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
 __all__ = ["SASL_RANGES"]
 
 log = logging.getLogger("fastkafka.server")
 
 
-def _fail_later(ctx, response) -> object:
+def _fail_later(ctx: RequestContext, response) -> object:
     ctx.send_then_close(response, ctx.session.security.failed_auth_delay_ms / 1000.0)
     return DELAYED
 
 
-def handle_sasl_handshake(ctx, req):
+def handle_sasl_handshake(ctx: RequestContext, req):
     session = ctx.session
     security = session.security
     if not security.sasl:  # Kafka answers this on listeners without SASL
@@ -44,7 +49,7 @@ def handle_sasl_handshake(ctx, req):
     return ctx.response(error_code=0, mechanisms=enabled)
 
 
-def handle_sasl_authenticate(ctx, req):
+def handle_sasl_authenticate(ctx: RequestContext, req):
     session = ctx.session
     if session.authenticator is None:
         return _fail_later(ctx, ctx.response(

@@ -10,6 +10,8 @@ cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections import Counter
 
 from fastkafka import errors
@@ -18,13 +20,16 @@ from fastkafka.security import MECHANISMS, ScramCredential, ScramMechanism, cred
 
 from .authorization import AclOperation, require_cluster
 
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
 __all__ = ["SCRAM_CREDENTIAL_RANGES"]
 
 
-def handle_describe_user_scram_credentials(ctx, req):
+def handle_describe_user_scram_credentials(ctx: RequestContext, req):
     require_cluster(ctx, AclOperation.DESCRIBE)
     cls = ctx.response
-    store = ctx.broker.metadata
+    store = ctx.services.metadata
     users = store.users()
     wanted = [u.name for u in req.users] if req.users else sorted(users)
     counts = Counter(wanted)
@@ -49,7 +54,7 @@ def handle_describe_user_scram_credentials(ctx, req):
     return cls(throttle_time_ms=0, error_code=0, results=results)
 
 
-def _user_error(ctx, user: str, exc: errors.KafkaError):
+def _user_error(ctx: RequestContext, user: str, exc: errors.KafkaError):
     return ctx.codec.api.response.Results(user=user, error_code=exc.code, error_message=str(exc),
                                           credential_infos=[])
 
@@ -70,10 +75,10 @@ def _credential(change, counts, deletion: bool) -> tuple[str, ScramCredential | 
                                                       bytes(change.salted_password), change.iterations)
 
 
-def handle_alter_user_scram_credentials(ctx, req):
+def handle_alter_user_scram_credentials(ctx: RequestContext, req):
     require_cluster(ctx, AclOperation.ALTER)
     cls = ctx.codec.api.response
-    store = ctx.broker.metadata
+    store = ctx.services.metadata
     changes = [(c, True) for c in req.deletions] + [(c, False) for c in req.upsertions]
     counts = Counter((c.name, c.mechanism) for c, _ in changes)
     failed: dict[str, errors.KafkaError] = {}
@@ -87,7 +92,7 @@ def handle_alter_user_scram_credentials(ctx, req):
             failed.setdefault(change.name, e)
             continue
         entries = updated.setdefault(change.name, dict(store.user_configs(change.name)))
-        if deletion:
+        if credential is None:        # a deletion
             entries.pop(mechanism, None)
         else:
             entries[mechanism] = credential.to_kafka_string()

@@ -21,6 +21,8 @@ Example (a transactional producer's requests)::
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC, OffsetAndMetadata
 from fastkafka.coordinator.coordinator import wall_clock_ms
@@ -34,6 +36,9 @@ from ..txn_markers import write_marker
 from .authorization import require_cluster, require_group, require_transactional_id
 from .group import commit_response, partition_exists, requested_offsets
 
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
 __all__ = ["TRANSACTION_RANGES", "handle_init_producer_id", "handle_add_partitions_to_txn",
            "handle_add_offsets_to_txn", "handle_end_txn", "handle_txn_offset_commit",
            "handle_write_txn_markers", "handle_describe_transactions", "handle_list_transactions"]
@@ -46,22 +51,22 @@ def _for_version(code: int, version: int, first_fenced: int) -> int:
     return _OLD_FENCED if code == _FENCED and version < first_fenced else code
 
 
-def _coordinator(ctx):
+def _coordinator(ctx: RequestContext):
     """The transaction coordinator, or None before ``__transaction_state`` exists (cluster mode:
     the first transactional FindCoordinator creates it once enough brokers are alive)."""
-    return ctx.broker.group_coordination().transaction_coordinator()
+    return ctx.services.group_coordination().transaction_coordinator()
 
 
 _NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
 WRITE = AclOperation.WRITE
 
 
-def handle_init_producer_id(ctx, req):
+def handle_init_producer_id(ctx: RequestContext, req):
     if req.transactional_id is not None:
         require_transactional_id(ctx, WRITE, req.transactional_id)
     elif not (ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE) or ctx.authorize_any(WRITE, TOPIC)):
         raise errors.ClusterAuthorizationFailedError("Not authorized to get a producer id (idempotent write)")
-    svc = ctx.broker.group_coordination()
+    svc = ctx.services.group_coordination()
     if req.transactional_id is None:       # idempotent only: a fresh producer id
         return ctx.response(throttle_time_ms=0, error_code=0, producer_id=svc.producer_ids.next_id(),
                             producer_epoch=0)
@@ -74,7 +79,7 @@ def handle_init_producer_id(ctx, req):
                         producer_id=pid, producer_epoch=epoch)
 
 
-def handle_add_partitions_to_txn(ctx, req):
+def handle_add_partitions_to_txn(ctx: RequestContext, req):
     topics = req.v3_and_below_topics
     require_transactional_id(ctx, WRITE, req.v3_and_below_transactional_id)
     wanted = {(t.name, p) for t in topics for p in t.partitions}
@@ -99,10 +104,10 @@ def handle_add_partitions_to_txn(ctx, req):
             for p in t.partitions]) for t in topics])
 
 
-def handle_add_offsets_to_txn(ctx, req):
+def handle_add_offsets_to_txn(ctx: RequestContext, req):
     require_transactional_id(ctx, WRITE, req.transactional_id)
     require_group(ctx, AclOperation.READ, req.group_id)
-    svc = ctx.broker.group_coordination()
+    svc = ctx.services.group_coordination()
     tc = svc.transaction_coordinator()
     if tc is None:
         return ctx.response(throttle_time_ms=0, error_code=_NOT_AVAILABLE)
@@ -112,7 +117,7 @@ def handle_add_offsets_to_txn(ctx, req):
     return ctx.response(throttle_time_ms=0, error_code=_for_version(code, ctx.version, 2))
 
 
-def handle_end_txn(ctx, req):
+def handle_end_txn(ctx: RequestContext, req):
     require_transactional_id(ctx, WRITE, req.transactional_id)
     tc = _coordinator(ctx)
     if tc is None:
@@ -121,39 +126,39 @@ def handle_end_txn(ctx, req):
     return ctx.response(throttle_time_ms=0, error_code=_for_version(code, ctx.version, 2))
 
 
-def handle_txn_offset_commit(ctx, req):
+def handle_txn_offset_commit(ctx: RequestContext, req):
     require_transactional_id(ctx, WRITE, req.transactional_id)
     require_group(ctx, AclOperation.READ, req.group_id)
     now = wall_clock_ms()
     offsets, codes = requested_offsets(ctx, req, lambda p: OffsetAndMetadata(
         p.committed_offset, p.committed_metadata, now, None, p.committed_leader_epoch))
     if offsets:
-        got = ctx.broker.group_coordination().groups.txn_commit_offsets(
+        got = ctx.services.group_coordination().groups.txn_commit_offsets(
             req.group_id, req.producer_id, req.producer_epoch, offsets, req.member_id,
             req.generation_id, req.group_instance_id)
         codes.update({tp: _for_version(c, ctx.version, 2) for tp, c in got.items()})
     return commit_response(ctx, req, codes)
 
 
-def handle_write_txn_markers(ctx, req):
+def handle_write_txn_markers(ctx: RequestContext, req):
     """From a transaction coordinator: write each marker at this broker's led partitions; in
     cluster mode answered once they are replicated (REQUEST_TIMED_OUT after request.timeout.ms)."""
     require_cluster(ctx, AclOperation.CLUSTER_ACTION)
-    broker = ctx.broker
-    groups = broker.group_coordination().groups
+    svc = ctx.services
+    groups = svc.group_coordination().groups
     waiting = []
     markers = []
     for m in req.markers:
-        topics = []
+        topics: list[tuple[str, list[dict]]] = []
         markers.append((m.producer_id, topics))
         for t in m.topics:
-            parts = []
+            parts: list[dict] = []
             topics.append((t.name, parts))
             for p in t.partition_indexes:
                 kw = dict(partition_index=p, error_code=0)
                 parts.append(kw)
                 try:
-                    wait = write_marker(broker.topics, broker.replicas, groups, t.name, p, m.producer_id,
+                    wait = write_marker(svc.topics, svc.replicas, groups, t.name, p, m.producer_id,
                                         m.producer_epoch, m.coordinator_epoch, m.transaction_result)
                 except errors.KafkaError as e:
                     kw["error_code"] = e.code
@@ -167,13 +172,14 @@ def handle_write_txn_markers(ctx, req):
             cls.Markers.Topics(name=name, partitions=[cls.Markers.Topics.Partitions(**kw) for kw in parts])
             for name, parts in topics]) for pid, topics in markers])
     if waiting:
-        wait_for_acks_all(broker.config[REQUEST_TIMEOUT_MS], waiting, lambda: ctx.send(response()),
-                          broker.replicas.produce_purgatory)
+        assert svc.replicas is not None, "only replicated markers wait"
+        wait_for_acks_all(svc.config[REQUEST_TIMEOUT_MS], waiting, lambda: ctx.send(response()),
+                          svc.replicas.produce_purgatory)
         return DELAYED
     return response()
 
 
-def handle_describe_transactions(ctx, req):
+def handle_describe_transactions(ctx: RequestContext, req):
     tc = _coordinator(ctx)
     cls = ctx.codec.api.response
     out = []
@@ -197,7 +203,7 @@ def handle_describe_transactions(ctx, req):
     return cls(throttle_time_ms=0, transaction_states=out)
 
 
-def handle_list_transactions(ctx, req):
+def handle_list_transactions(ctx: RequestContext, req):
     tc = _coordinator(ctx)
     if tc is None:      # no __transaction_state yet (cluster mode): no transactions
         return ctx.response(throttle_time_ms=0, error_code=0, unknown_state_filters=[], transaction_states=[])
