@@ -129,7 +129,7 @@ class Log(TransactionalLog, LogTruncation):
         self._files = files or FileCache()
         self._lock = threading.RLock()
         # Called with this Log after every append, outside the lock (fetch long-poll wake-up).
-        self.append_listeners: list[Callable[[Log], None]] = (
+        self._append_listeners: list[Callable[[Log], None]] = (
             append_listeners if append_listeners is not None else [])
         os.makedirs(self.dir, exist_ok=True)
         loaded = load_segments(self.dir, config, self._files, recovery_point=recovery_point,
@@ -248,6 +248,11 @@ class Log(TransactionalLog, LogTruncation):
         return self._segments.active
 
     # --- append ---
+    def on_append(self, listener: Callable[[Log], None]) -> None:
+        """Call ``listener`` with this Log after each append, outside the lock (a LogManager's
+        logs share one list: see ``LogManager.on_append``)."""
+        self._append_listeners.append(listener)
+
     def append(self, buf, leader_epoch: int = -1, *, _follower: bool = False) -> LogAppendInfo:
         """Validate, stamp offsets in place and append v2 batches from a writable buffer.
 
@@ -282,8 +287,8 @@ class Log(TransactionalLog, LogTruncation):
                 return self.append(bytearray(memoryview(buf)), leader_epoch, _follower=_follower)
             # None only for a follower's fetch that ended inside its first batch (append_as_follower)
             r = cast(LogAppendInfo, self._settle(buf, leader_epoch, r))
-        if self.append_listeners:
-            for listener in self.append_listeners:
+        if self._append_listeners:
+            for listener in self._append_listeners:
                 listener(self)
         return r
 

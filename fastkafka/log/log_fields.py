@@ -43,7 +43,7 @@ class LogFields:
     producer_state: ProducerStateManager
     leader_epochs: LeaderEpochCache
     recovery_point: int
-    append_listeners: list[Callable[[Any], None]]      # each called with the Log
+    _append_listeners: list[Callable[[Any], None]]     # each called with the Log (on_append)
     _files: FileCache
     _lock: threading.RLock
     _segments: LogSegments

@@ -75,8 +75,8 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self._lock = threading.RLock()
-        # Called with a Log after each append to it (the server's fetch long-poll wake-up).
-        self.append_listeners: list[Callable[[Log], None]] = []
+        # called with a Log after each append to it (on_append); every Log shares this list
+        self._append_listeners: list[Callable[[Log], None]] = []
         self.cleaner = LogCleaner(self.config, clock=self.clock)
         self._locks: list[LogDirLock] = []
         try:
@@ -122,7 +122,7 @@ class LogManager:
                                      scheduler=self.scheduler, clock=self.clock,
                                      recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
                                      clean_shutdown=clean and tp in recovery,
-                                     append_listeners=self.append_listeners, high_watermark=hws.get(tp))
+                                     append_listeners=self._append_listeners, high_watermark=hws.get(tp))
             threads = self.config[NUM_RECOVERY_THREADS_PER_DATA_DIR]
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="log-recovery") as pool:
                 for tp, path, lg in pool.map(load, todo):
@@ -130,6 +130,11 @@ class LogManager:
                     self._dir_of[tp] = d
             if clean:
                 os.unlink(marker)    # from now on a crash must be noticed at the next start
+
+    def on_append(self, listener: Callable[[Log], None]) -> None:
+        """Call ``listener`` with the Log after each append to any log of this manager, those
+        opened later included (the server's fetch long-poll wake-up)."""
+        self._append_listeners.append(listener)
 
     def _schedule_background(self) -> None:
         c = self.config
@@ -188,7 +193,7 @@ class LogManager:
                 d = min(self.log_dirs, key=lambda x: sum(1 for v in self._dir_of.values() if v == x))
                 lg = Log(os.path.join(d, f"{topic}-{partition}"), cfg, files=self.files,
                          scheduler=self.scheduler, clock=self.clock, clean_shutdown=True,
-                         append_listeners=self.append_listeners)
+                         append_listeners=self._append_listeners)
                 self._logs[tp] = lg
                 self._dir_of[tp] = d
             elif topic_config is not None:

@@ -120,7 +120,7 @@ class TransactionalLog(LogFields):
                 raise errors.KafkaStorageError(f"marker append to {self.dir} failed: {e}") from e
             # writes it (a roll first if due); None is only ever a follower's
             info = cast("LogAppendInfo", self._settle(buf, leader_epoch, r))
-        for listener in self.append_listeners:          # outside the lock, as Log.append
+        for listener in self._append_listeners:          # outside the lock, as Log.append
             listener(self)
         return info
 

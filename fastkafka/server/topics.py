@@ -58,7 +58,7 @@ class TopicManager:
         self._log_configs: dict[str, LogConfig] = {}
         if purgatory is not None:  # every append wakes the fetches waiting on that partition
             check = purgatory.check
-            logs.append_listeners.append(lambda lg: check((lg.topic, lg.partition)))
+            logs.on_append(lambda lg: check((lg.topic, lg.partition)))
 
     # --- reads ---
     def log(self, topic: str, partition: int):

@@ -123,7 +123,7 @@ def test_offsets_by_timestamp_earliest_latest_and_legacy(make_log):
 def test_append_listeners_are_woken(make_log):
     log = make_log()
     seen = []
-    log.append_listeners.append(lambda lg: seen.append(lg.log_end_offset))
+    log.on_append(lambda lg: seen.append(lg.log_end_offset))
     log.append(batch(3))
     assert seen == [3]
 

@@ -77,7 +77,7 @@ def test_delete_log_and_listeners(tmp_path, clock):
     mgr = LogManager(KafkaConfig({"log.dirs": str(tmp_path), "log.segment.delete.delay.ms": 1000}),
                      clock=clock, start_scheduler=False)
     woke = []
-    mgr.append_listeners.append(lambda lg: woke.append((lg.topic, lg.partition)))
+    mgr.on_append(lambda lg: woke.append((lg.topic, lg.partition)))
     lg = mgr.get_or_create_log("gone", 0)
     lg.append(batch(1))
     assert woke == [("gone", 0)]
