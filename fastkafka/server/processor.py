@@ -1,4 +1,4 @@
-"""A network processor: one thread, one ``selectors`` selector, many connections.
+"""A network processor: one thread, one epoll set, many connections.
 
 The acceptor hands it sockets; it cuts their input into frames, passes each frame to the
 request channel as a :class:`Request`, and writes the response the handler completes it with.
@@ -16,16 +16,25 @@ TLS listeners give accepted sockets a :class:`~fastkafka.server.tls_transport.Tl
 (OpenSSL over memory BIOs) and run the handshake here, non-blocking, before any frame is read: a
 slow or garbage handshake costs its own connection only. Each connection carries a
 :class:`~fastkafka.server.listener_security.Session` (who the client is) that requests see.
+
+With no connection and nothing due the loop waits with no timeout (a wakeup or a new connection
+ends the wait), and waiting allocates nothing: an object made for a wait and kept across it
+lands in the pools a wave of closed connections just emptied and keeps their arena resident
+(bench/RESULTS.md, "Idle connections"). Hence epoll itself rather than ``selectors`` (whose
+``select`` makes a list and a rounded timeout before blocking) and a maxevents too large for
+CPython's small-object allocator.
 """
 from __future__ import annotations
 
 import heapq
 import itertools
 import logging
+import select
 import selectors
 import socket
 import threading
 import time
+from array import array
 from collections import deque
 from typing import Callable
 
@@ -40,8 +49,16 @@ __all__ = ["Processor", "Request"]
 
 log = logging.getLogger("fastkafka.server")
 
-_READ = selectors.EVENT_READ
+_READ = selectors.EVENT_READ     # interest as selectors and TlsTransport name it
 _WRITE = selectors.EVENT_WRITE
+_EPOLL_MASK = (0, select.EPOLLIN, select.EPOLLOUT, select.EPOLLIN | select.EPOLLOUT)  # by interest
+# an error or hang-up wakes both a reader and a writer (they find out on their next call)
+_READABLE = ~select.EPOLLOUT
+_WRITABLE = ~select.EPOLLIN
+# epoll_wait's buffer (12 bytes an event) is PyMem_Malloc'd for the whole wait: above 512 bytes
+# it comes from malloc, not from a small-object pool (see the module docstring)
+_MAX_EVENTS = 512
+_TICK_S = 0.5        # the longest wait while connections are open (the idle reaper's clock)
 _NO_RESPONSE = object()
 _CLOSE = object()
 _UNMUTE = object()   # a throttled connection's mute is over
@@ -145,11 +162,12 @@ class Processor(threading.Thread):
         self._scratch = memoryview(bytearray(SCRATCH_BYTES))
         # and every TLS connection's ciphertext, on its way into OpenSSL (allocated on first use)
         self._raw: memoryview | None = None
-        self._sel = selectors.DefaultSelector()
+        self._ep = select.epoll()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
-        self._sel.register(self._wake_r, _READ, None)
+        self._wake_fd = self._wake_r.fileno()
+        self._ep.register(self._wake_fd, select.EPOLLIN)
         self._wake_pending = False
         self._new: deque[tuple[socket.socket, object, str]] = deque()
         self._completions: deque[tuple[Connection, object]] = deque()
@@ -161,13 +179,15 @@ class Processor(threading.Thread):
         # (SocketServer._accept says how)
         self._seq = itertools.count(1)
         self._compactions: deque[threading.Event] = deque()
+        self._compacted: deque[threading.Event] = deque()   # set just before the next wait
         self._draining = False
         self._stopped = threading.Event()
         self._tid = -1                           # this thread's ident once running
         self._dispatching: Connection | None = None  # whose request _submit is running inline
-        # seconds spent waiting in select() (two clock reads per loop turn, none per request):
-        # Kafka's IdlePercent is its rate; read by the metrics exporter
-        self.idle_seconds = 0.0
+        # [seconds spent on turns, monotonic time of the next idle reap]: floats kept in an
+        # array, not attributes, so that no float object made by a turn outlives it
+        self._clock = array("d", (0.0, 0.0))
+        self._run_since: float | None = None
         # TLS handshakes that failed or named no principal (Kafka counts them as failed
         # authentications); written by this thread only, read by the metrics exporter
         self.failed_handshakes = 0
@@ -216,6 +236,14 @@ class Processor(threading.Thread):
     def connection_count(self) -> int:
         return len(self._conns)
 
+    @property
+    def idle_seconds(self) -> float:
+        """Seconds this thread spent waiting for events since it started (Kafka's IdlePercent
+        is its rate; read by the metrics exporter): the time it ran, less its turns."""
+        if self._run_since is None:
+            return 0.0
+        return max(0.0, time.monotonic() - self._run_since - self._clock[0])
+
     def _wakeup(self) -> None:
         if self._wake_pending:
             return
@@ -228,63 +256,90 @@ class Processor(threading.Thread):
     # --- the loop ---
     def run(self) -> None:
         self._tid = threading.get_ident()
-        next_reap = time.monotonic() + 1.0
+        self._run_since = time.monotonic()
+        self._clock[1] = self._run_since + 1.0
         try:
+            # Nothing here may hold an object across the wait (module docstring): the turn is
+            # a method, so its locals go before the next wait, and its batch of events is a
+            # temporary of the call.
             while True:
-                timeout = 0.5 if not self._due else min(0.5, max(0.0, self._due[0][0] - time.monotonic()))
-                waited = time.monotonic()
-                events = self._sel.select(timeout)
-                self.idle_seconds += time.monotonic() - waited
-                self._on_events(events)
-                del events    # see _on_events: nothing of the last batch may outlive its turn
-                self._register_new()
-                self._release_due()
-                self._process_completions()
-                if self._compactions:
-                    self._compact()
-                now = time.monotonic()
-                if now >= next_reap:
-                    self._reap_idle(now)
-                    next_reap = now + 1.0
-                if self._draining and self._drained():
+                timeout = self._timeout()
+                if self._compacted:
+                    self._signal_compacted()
+                if self._turn(self._ep.poll(timeout, _MAX_EVENTS)):
                     break
         except Exception:  # a bug here must not leave clients hanging silently
             log.exception("network processor %d failed", self.index)
         finally:
             for conn in list(self._conns.values()):
                 self._close(conn)
-            self._sel.close()
+            self._ep.close()
             self._wake_r.close()
             self._wake_w.close()
             self._stopped.set()
+
+    def _timeout(self) -> float | None:
+        """How long the next wait may last: no limit with no connection and nothing due, a
+        constant while connections are open (no float made per turn), less if a delayed
+        completion falls due sooner."""
+        if self._due:
+            return min(_TICK_S, max(0.0, self._due[0][0] - time.monotonic()))
+        if self._conns or self._draining:
+            return _TICK_S
+        return None
+
+    def _turn(self, events: list) -> bool:
+        """One turn of the loop after a wait; True once drained (shutdown)."""
+        started = time.monotonic()
+        self._on_events(events)
+        self._register_new()
+        self._release_due()
+        self._process_completions()
+        if self._compactions:
+            self._compact()
+        now = time.monotonic()
+        if now >= self._clock[1] and self._conns:
+            self._reap_idle(now)
+            self._clock[1] = now + 1.0
+        self._clock[0] += time.monotonic() - started
+        return bool(self._draining) and self._drained()
 
     def _on_events(self, events) -> None:
         # A method, not inline in run(): its locals (the last connection served) go when it
         # returns, where a loop variable of run() would keep a closed connection alive until the
         # next event, pinning the memory the other closed connections gave back.
-        for key, mask in events:
-            conn = key.data
-            if conn is None:
+        conns = self._conns
+        for fd, mask in events:
+            if fd == self._wake_fd:
                 self._drain_wakeups()
+                continue
+            conn = conns.get(fd)
+            if conn is None:        # closed earlier in this batch
                 continue
             if conn.handshaking:
                 self._handshake(conn)
                 continue
-            if mask & _WRITE:
+            if mask & _WRITABLE and conn.events & _WRITE:
                 self._on_writable(conn)
-            if mask & _READ and not conn.closed:
+            if mask & _READABLE and conn.events & _READ and not conn.closed:
                 self._on_readable(conn)
 
     def _compact(self) -> None:
-        # new dicts sized to what is left; the selector's map is private to it, so a new
-        # selector (one epoll_ctl per connection left: at most half the peak, once per wave)
-        self._conns = dict(self._conns)
-        old, self._sel = self._sel, selectors.DefaultSelector()
-        for key in old.get_map().values():
-            self._sel.register(key.fileobj, key.events, key.data)
-        old.close()
-        while self._compactions:
-            self._compactions.popleft().set()
+        # a dict sized to what is left (the epoll set keeps no table of ours); with nothing
+        # left, emptied in place: a new dict would be one more object made at the end of the
+        # wave, in its pools
+        if self._conns:
+            self._conns = dict(self._conns)
+        else:
+            self._conns.clear()
+        self._compacted.extend(self._compactions)
+        self._compactions.clear()
+
+    def _signal_compacted(self) -> None:
+        # just before the wait: whoever asked (SocketServer._compact_processors) collects and
+        # trims once this thread has stopped allocating
+        while self._compacted:
+            self._compacted.popleft().set()
 
     def _drained(self) -> bool:
         if self._draining == "now":
@@ -364,11 +419,11 @@ class Processor(threading.Thread):
         if conn.events == events or conn.closed:
             return
         if conn.events == 0:
-            self._sel.register(conn.sock, events, conn)
+            self._ep.register(conn.fd, _EPOLL_MASK[events])
         elif events == 0:
-            self._sel.unregister(conn.sock)
+            self._ep.unregister(conn.fd)
         else:
-            self._sel.modify(conn.sock, events, conn)
+            self._ep.modify(conn.fd, _EPOLL_MASK[events])
         conn.events = events
 
     def _on_readable(self, conn: Connection) -> None:

@@ -25,7 +25,7 @@ import errno
 import gc
 import itertools
 import logging
-import selectors
+import select
 import socket
 import threading
 import time
@@ -44,6 +44,10 @@ log = logging.getLogger("fastkafka.server")
 # the rest of the wave in glibc's free lists.
 TRIM_AFTER_CLOSES = 1000
 RELEASE_QUIET_S = 1.0
+# The acceptor waits with no timeout unless a release is pending, then for this long; like the
+# processors it allocates nothing while it waits (processor.py's docstring says why).
+_TICK_S = 0.5
+_MAX_EVENTS = 64     # 768 bytes of epoll_wait buffer: from malloc, not a small-object pool
 
 
 def _malloc_trim():
@@ -140,6 +144,7 @@ class SocketServer:
         self._count = 0
         self._peak = 0          # most connections open since memory was last given back
         self._last_close = 0.0  # monotonic time of the last close
+        self._release_pending = False   # enough closes for a release: the acceptor ticks
         self._stopping = False
         self.bound: dict[str, tuple[str, int]] = {}
         self._listen: list[tuple[socket.socket, str]] = []
@@ -152,6 +157,8 @@ class SocketServer:
         self._next_processor = itertools.cycle(self.processors)
         self._acceptor = threading.Thread(target=self._accept_loop, name="fastkafka-acceptor", daemon=True)
         self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
 
     # --- lifecycle ---
     def bind(self) -> None:
@@ -239,34 +246,56 @@ class SocketServer:
                 self._per_ip.pop(peer[0], None)
             self._last_close = time.monotonic()
             self._lock.notify_all()
+            if not self._release_pending and self._release_due():
+                self._release_pending = True     # the acceptor starts watching for the quiet
+                self._wake_acceptor()
+
+    def _release_due(self) -> bool:
+        """Enough connections closed since the last release (the lock held)."""
+        return self._peak - self._count >= TRIM_AFTER_CLOSES and self._count <= self._peak // 2
+
+    def _wake_acceptor(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:           # full (a wakeup is pending anyway) or closed (shutdown)
+            pass
 
     def _wave_of_closes_over(self) -> bool:
         """Many connections went (a client fleet restarting, a connection storm over) and the
-        closes have stopped: time to give their memory back (see ``_release_memory``)."""
+        closes have stopped: time to give their memory back (see ``_compact_processors``)."""
         with self._lock:
-            if self._peak - self._count < TRIM_AFTER_CLOSES or self._count > self._peak // 2:
+            if not self._release_due():
+                self._release_pending = False
                 return False
             if time.monotonic() - self._last_close < RELEASE_QUIET_S:
                 return False
+            self._release_pending = False
             self._peak = self._count
             # a float made during the wave would outlive it (see _accept); 0.0 is a constant
             self._last_close = 0.0
-            self._per_ip = dict(self._per_ip)    # a dict keeps its size after deletes: rebuilt
+            # a dict keeps its size after deletes: rebuilt, or emptied in place when no client
+            # is left (a new dict would be made in the wave's pools)
+            if self._per_ip:
+                self._per_ip = dict(self._per_ip)
+            else:
+                self._per_ip.clear()
             return True
 
-    def _release_memory(self) -> None:
+    def _compact_processors(self) -> None:
         """The processors' tables shrink to the connections left (a dict keeps its size after
-        deletes), then glibc's free memory goes back to the OS."""
+        deletes); each is done once it waits again. The caller then collects and trims, once
+        this method's locals are gone: a float of it freed after the collection would stay in
+        CPython's float free list, in the wave's memory."""
         deadline = time.monotonic() + 1.0
         for done in [p.compact() for p in self.processors if p.is_alive()]:
             done.wait(max(0.0, deadline - time.monotonic()))
-        release_free_memory()
 
     def _accept_loop(self) -> None:
-        sel = selectors.DefaultSelector()
-        for sock, name in self._listen:
-            sel.register(sock, selectors.EVENT_READ, name)
-        sel.register(self._wake_r, selectors.EVENT_READ, None)
+        ep = select.epoll()
+        listeners = {sock.fileno(): (sock, name) for sock, name in self._listen}
+        for fd in listeners:
+            ep.register(fd, select.EPOLLIN)
+        ep.register(self._wake_r.fileno(), select.EPOLLIN)
         try:
             while not self._stopping:
                 with self._lock:  # at the connection limit: wait for a close (or shutdown)
@@ -274,15 +303,30 @@ class SocketServer:
                         self._lock.wait(0.5)
                 if self._stopping:
                     break
-                for key, _ in sel.select(0.5):
-                    if key.data is not None and not self._accept(key.fileobj, key.data):
-                        break
-                if self._wave_of_closes_over():
-                    self._release_memory()
+                # the batch is a temporary of the call: nothing of it is kept across the wait
+                self._on_ready(listeners, ep.poll(_TICK_S if self._release_pending else None, _MAX_EVENTS))
+                if self._release_pending and self._wave_of_closes_over():
+                    self._compact_processors()
+                    release_free_memory()
         except Exception:
             log.exception("acceptor failed")
         finally:
-            sel.close()
+            ep.close()
+
+    def _on_ready(self, listeners: dict, events: list) -> None:
+        for fd, _ in events:
+            listener = listeners.get(fd)
+            if listener is None:          # the wake socket: shutdown, or a release pending
+                self._drain_wakeups()
+            elif not self._accept(*listener):
+                return
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_r.recv(64):
+                pass
+        except OSError:       # empty (BlockingIOError), or closed by shutdown
+            pass
 
     def _accept(self, listener: socket.socket, name: str) -> bool:
         """Accept one connection on ``listener``; False once at ``max.connections``.
