@@ -1,11 +1,7 @@
-
 import pytest
-
-from support.brokers import running_broker
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with running_broker(tmp_path_factory.mktemp("data"), num_partitions=1,
-                        group_initial_rebalance_delay_ms=0) as b:  # groups form at once
-        yield b
+def broker(start_module_broker):
+    """One broker per module; groups form at once."""
+    return start_module_broker(num_partitions=1, group_initial_rebalance_delay_ms=0)

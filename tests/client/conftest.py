@@ -3,17 +3,12 @@ import itertools
 
 import pytest
 
-from support.brokers import running_broker
-
-
 _names = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with running_broker(tmp_path_factory.mktemp("data"), num_partitions=1,
-                        group_initial_rebalance_delay_ms=0) as b:  # groups form at once
-        yield b
+def broker(start_module_broker):
+    return start_module_broker(num_partitions=1, group_initial_rebalance_delay_ms=0)  # groups form at once
 
 
 @pytest.fixture

@@ -9,21 +9,14 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from support.brokers import running_broker
 from support.raw_client import RawClient
 from group_members import PARTITIONS, Member, create_topic, poll_until, produce, values  # noqa: E402
 
 from fastkafka.protocol import ApiKey  # noqa: E402
 
-pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def broker(tmp_path):
-    # members are told to heartbeat every 300 ms so a handover takes a few heartbeats, not seconds
-    with running_broker(tmp_path / "data", group_consumer_heartbeat_interval_ms=300,
-                        group_initial_rebalance_delay_ms=0) as b:
-        yield b
+# members are told to heartbeat every 300 ms so a handover takes a few heartbeats, not seconds
+pytestmark = [pytest.mark.clients, pytest.mark.timeout(120),
+              pytest.mark.broker_config(group_consumer_heartbeat_interval_ms=300, group_initial_rebalance_delay_ms=0)]
 
 
 @pytest.mark.parametrize("assignor", ["uniform", "range"])

@@ -15,19 +15,11 @@ import time
 
 import pytest
 
-from support.brokers import running_broker
 
-
-pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.clients, pytest.mark.timeout(90), pytest.mark.broker_config(quota_window_num=2)]
 
 THROTTLED = 89      # THROTTLING_QUOTA_EXCEEDED
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data", quota_window_num=2) as b:
-        yield b
 
 
 def configs_tool(*args: str) -> str:

@@ -17,14 +17,8 @@ from group_members import PARTITIONS, Member, create_topic, owned_once, poll_unt
 
 from fastkafka.protocol import ApiKey  # noqa: E402
 
-pytestmark = [pytest.mark.clients, pytest.mark.timeout(150)]
-
-
-@pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data", group_consumer_heartbeat_interval_ms=300,
-                        group_initial_rebalance_delay_ms=0) as b:
-        yield b
+pytestmark = [pytest.mark.clients, pytest.mark.timeout(150),
+              pytest.mark.broker_config(group_consumer_heartbeat_interval_ms=300, group_initial_rebalance_delay_ms=0)]
 
 
 def test_a_consumer_member_joins_a_classic_group_and_leaves_it_classic_again(broker):

@@ -17,9 +17,7 @@ import pytest
 
 from fastkafka import protocol as P
 from fastkafka import records
-from fastkafka.config import KafkaConfig
 from fastkafka.protocol import ApiKey
-from fastkafka.server.broker import Broker
 from fastkafka.server.tls_transport import RAW_BYTES, TlsTransport
 
 from support.certs import make_certs
@@ -220,15 +218,9 @@ def test_garbage_and_eof_fail_the_handshake(server_ctx, certs):
 # --- against a broker's SSL listener ---
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory, certs):
-    b = Broker(KafkaConfig({"listeners": "SSL://127.0.0.1:0", "log.dirs": str(tmp_path_factory.mktemp("data")),
-                            "ssl.keystore.location": str(certs.broker), "inter.broker.listener.name": "SSL",
-                            "num.partitions": 1}))
-    b.startup()
-    try:
-        yield b
-    finally:
-        b.shutdown(10)
+def broker(start_module_broker, certs):
+    return start_module_broker(listeners="SSL://127.0.0.1:0", ssl_keystore_location=str(certs.broker),
+                               inter_broker_listener_name="SSL", num_partitions=1)
 
 
 def connect(broker, certs) -> Client:

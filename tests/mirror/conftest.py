@@ -2,21 +2,17 @@
 own log dir and port) and mirror subprocesses that are stopped at the end."""
 from __future__ import annotations
 
-
 import pytest
 
-
-from support.brokers import running_broker
-from mirror_support import MirrorProcess  # noqa: E402
+from mirror_support import MirrorProcess
 
 BROKER = {"group_min_session_timeout_ms": 500, "group_initial_rebalance_delay_ms": 0}
 
 
 @pytest.fixture
-def clusters(tmp_path):
+def clusters(start_broker):
     """``(a, b)``: two clusters; ``.bootstrap`` is each one's address."""
-    with running_broker(tmp_path / "a", **BROKER) as a, running_broker(tmp_path / "b", **BROKER) as b:
-        yield a, b
+    return start_broker(**BROKER), start_broker(**BROKER)
 
 
 @pytest.fixture

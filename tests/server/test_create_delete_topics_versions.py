@@ -8,17 +8,11 @@ from fastkafka import errors as E
 from fastkafka.protocol import ApiKey
 from fastkafka.protocol.types import UUID_ZERO
 
-from support.brokers import running_broker
 from support.raw_client import RawClient as Raw
 
+pytestmark = pytest.mark.broker_config(num_partitions=3)
 
 DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
-
-
-@pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data", **{"num.partitions": 3}) as b:
-        yield b
 
 
 def create(c, version, name, validate_only=False, **configs):

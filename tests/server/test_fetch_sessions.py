@@ -19,12 +19,6 @@ pytestmark = pytest.mark.timeout(90)
 NOT_FOUND, BAD_EPOCH = E.FetchSessionIdNotFoundError.code, E.InvalidFetchSessionEpochError.code
 
 
-@pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data") as b:
-        yield b
-
-
 def produce(port, topic, partition, values):
     r = Raw(port).call(ApiKey.PRODUCE, 7, {"acks": 1, "timeout_ms": 5000, "topic_data": [
         {"name": topic, "partition_data": [{"index": partition,

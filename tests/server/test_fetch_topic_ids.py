@@ -11,14 +11,7 @@ from fastkafka import errors as E
 from fastkafka.protocol import ApiKey
 from fastkafka.records import build_batch, iter_batches
 
-from support.brokers import running_broker
 from support.raw_client import RawClient as Raw
-
-
-@pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data") as b:
-        yield b
 
 
 def produce(port, topic, values):

@@ -12,20 +12,13 @@ from fastkafka.protocol import ApiKey
 from fastkafka.protocol.types import UUID_ZERO
 from fastkafka.records import build_batch
 
-from support.brokers import running_broker
 from support.raw_client import RawClient as Raw
 
+pytestmark = pytest.mark.broker_config(group_initial_rebalance_delay_ms=0, super_users="User:ANONYMOUS",
+                                       authorizer_class_name="kafka.security.authorizer.AclAuthorizer")
 
 TOPIC, BROKER = 2, 4
 BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7        # Kafka's ConfigType
-
-
-@pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data", group_initial_rebalance_delay_ms=0,
-                        authorizer_class_name="kafka.security.authorizer.AclAuthorizer",
-                        super_users="User:ANONYMOUS") as b:
-        yield b
 
 
 def produce(c, topic, partition, n):

@@ -5,17 +5,11 @@ import pytest
 from fastkafka import errors as E
 from fastkafka.protocol import ApiKey
 
-from support.brokers import running_broker
 from support.raw_client import RawClient as Raw
 
+pytestmark = pytest.mark.broker_config(group_initial_rebalance_delay_ms=0)
 
 PROTOCOLS = [{"name": "range", "metadata": b"\0\1"}]
-
-
-@pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data", group_initial_rebalance_delay_ms=0) as b:
-        yield b
 
 
 def join(c, v, group, member_id="", instance=None, protocols=PROTOCOLS, reason=None):

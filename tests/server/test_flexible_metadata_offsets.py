@@ -8,14 +8,7 @@ from fastkafka import errors as E
 from fastkafka.protocol import ApiKey
 from fastkafka.protocol.types import UUID_ZERO
 
-from support.brokers import running_broker
 from support.raw_client import RawClient as Raw
-
-
-@pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data") as b:
-        yield b
 
 
 def test_metadata_v12_topic_ids_and_v10_v11(broker):

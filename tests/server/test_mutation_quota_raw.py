@@ -4,7 +4,6 @@ import pytest
 
 from fastkafka.protocol import ApiKey
 
-from support.brokers import running_broker
 from support.raw_client import RawClient as Raw
 
 
@@ -14,14 +13,14 @@ THROTTLED = 89
 
 
 @pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data", quota_window_num=2, num_partitions=8) as b:
-        c = Raw(b.port, "setup")
-        resp = c.call(ApiKey.ALTER_CLIENT_QUOTAS, 1, {"entries": [
-            {"entity": [{"entity_type": "client-id", "entity_name": None}],
-             "ops": [{"key": "controller_mutation_rate", "value": 5.0, "remove": False}]}], "validate_only": False})
-        assert resp.entries[0].error_code == 0
-        yield b
+def broker(start_broker):
+    b = start_broker(quota_window_num=2, num_partitions=8)
+    c = Raw(b.port, "setup")
+    resp = c.call(ApiKey.ALTER_CLIENT_QUOTAS, 1, {"entries": [
+        {"entity": [{"entity_type": "client-id", "entity_name": None}],
+         "ops": [{"key": "controller_mutation_rate", "value": 5.0, "remove": False}]}], "validate_only": False})
+    assert resp.entries[0].error_code == 0
+    return b
 
 
 def create(c, version, topics, validate_only=False):

@@ -38,12 +38,6 @@ def describe(c, components=(), strict=False, version=1):
             for entry in resp.entries}
 
 
-@pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data") as b:
-        yield b
-
-
 @pytest.mark.parametrize("version", [0, 1])
 def test_alter_then_describe_every_kind_of_entity(broker, version):
     c = Raw(broker.port, "quota-test")

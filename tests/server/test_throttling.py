@@ -16,7 +16,6 @@ from fastkafka.security.client_quotas import DEFAULT
 from fastkafka.server.quotas import ClientQuotas
 from fastkafka.server.socket_server import SocketServer
 
-from support.brokers import running_broker
 from support.raw_client import RawClient, recv_exact
 
 
@@ -109,10 +108,10 @@ METADATA = (ApiKey.METADATA, 8, {"topics": [], "allow_auto_topic_creation": Fals
 
 
 @pytest.fixture
-def broker(tmp_path):
-    with running_broker(tmp_path / "data", quota_window_num=2) as b:
-        b.topics.create("t", 1)
-        yield b
+def broker(start_broker):
+    b = start_broker(quota_window_num=2)
+    b.topics.create("t", 1)
+    return b
 
 
 def set_quotas(broker, entity, **values):

@@ -7,17 +7,13 @@ import uuid
 
 import pytest
 
-from support.brokers import running_broker
-
-
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")
-def broker(tmp_path_factory):
-    with running_broker(tmp_path_factory.mktemp("spark-broker")) as b:
-        yield b
+def broker(start_session_broker):
+    return start_session_broker()
 
 
 @pytest.fixture(scope="session")
