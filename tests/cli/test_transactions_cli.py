@@ -151,6 +151,7 @@ def open_producers(bootstrap: str, topic: str, partition: int) -> list[dict[str,
             if r["CurrentTransactionStartOffset"] != "None"]
 
 
+@pytest.mark.crash
 def test_an_open_transaction_is_listed_described_and_can_be_aborted(broker):
     topic = "txcli-open"
     broker.topics.create(topic, 2)

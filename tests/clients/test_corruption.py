@@ -20,7 +20,7 @@ from fastkafka.records import batch_index
 
 from support.brokers import free_port, serve_process, stop, wait_listening
 
-pytestmark = [pytest.mark.crash, pytest.mark.slow]
+pytestmark = [pytest.mark.clients, pytest.mark.crash]
 
 RECORDS = 50_000
 TOPIC = "damaged"

@@ -477,7 +477,6 @@ def diagnose(bootstrap):
 
 
 @pytest.mark.crash
-@pytest.mark.slow
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("client", ["confluent", "kafka-python"])
 def test_consume_transform_produce_exactly_once_through_broker_and_worker_kills(tmp_path, client):

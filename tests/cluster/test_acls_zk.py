@@ -9,7 +9,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    NewTopic, ResourcePatternType, ResourceType)
 
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(120)]
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'user_alice="alice-secret" user_bob="bob-secret";')

@@ -20,7 +20,7 @@ from support.harness import SESSION_MS, BrokerProc, Cluster, raw_call, wait_for,
 from support.zk import Ensemble, java_available
 
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(120)]
 
 NOT_LEADER = 6
 LOAD_IN_PROGRESS, NOT_COORDINATOR = 14, 16
@@ -254,6 +254,7 @@ def test_init_producer_id_is_unique_across_brokers_and_restarts(ensemble, tmp_pa
 
 # --- failures ---
 
+@pytest.mark.crash
 def test_kill_9_broker_goes_offline_and_comes_back(cluster):
     create(cluster, "k9", 6)
     lead = leaders(cluster, "k9", 6)
@@ -278,6 +279,7 @@ def test_kill_9_broker_goes_offline_and_comes_back(cluster):
     assert len(got) == 5 * len(mine)  # its data survived kill -9
 
 
+@pytest.mark.crash
 def test_controller_killed_another_is_elected(cluster):
     old = cluster.controller()
     epoch = int(cluster.zk.get(znodes.CONTROLLER_EPOCH)[0])

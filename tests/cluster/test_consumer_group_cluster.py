@@ -16,7 +16,7 @@ from test_cluster import find_coordinator
 from test_offsets_replication import coordinator_of, produce_all
 
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.crash, pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 TOPIC, PARTITIONS, PER_PARTITION = "work", 3, 100     # as test_offsets_replication's produce_all
 

@@ -22,7 +22,7 @@ from support.harness import LONG_SESSION_MS, Cluster, create_replicated, wait_fo
 from test_cluster import raw_call
 from test_replication import produce_raw
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 TOPIC = "starts"
 NOT_LEADER, REQUEST_TIMED_OUT, FENCED, UNKNOWN_EPOCH = 6, 7, 74, 75
@@ -157,6 +157,7 @@ def test_a_follower_away_while_the_log_start_moved_starts_over_there(cluster):
     assert offset_for_epoch(nport, epoch, current_epoch=epoch)[0] == FENCED
 
 
+@pytest.mark.crash
 def test_delete_records_waits_for_the_live_followers(ensemble, tmp_path, request):
     """DeleteRecords is answered by the leader (NOT_LEADER_OR_FOLLOWER elsewhere) once the low
     watermark — the smallest log start offset over the leader and its followers on live

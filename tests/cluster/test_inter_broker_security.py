@@ -18,7 +18,7 @@ from support.certs import make_certs
 from support.harness import BrokerProc, wait_for, zk_client
 
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(180)]
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
               'password="broker-secret" user_broker="broker-secret";')

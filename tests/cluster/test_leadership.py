@@ -16,7 +16,7 @@ from support.harness import LONG_SESSION_MS, Cluster, create_replicated, wait_fo
 from test_cluster import raw_call
 from test_replication import read_all
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 ELECTION_NOT_NEEDED = 84
 NOT_CONTROLLER = 41
@@ -152,6 +152,7 @@ def test_auto_leader_rebalance_moves_leadership_back(ensemble, tmp_path):
         wait_for(lambda: leaders(cluster, "auto", 3) == preferred, 60, what="preferred leaders restored")
 
 
+@pytest.mark.crash
 def test_unclean_election_only_where_enabled(ensemble, tmp_path):
     """Leader 1 dies while its only follower 2 is out of the ISR: the partition of a topic with
     unclean.leader.election.enable=true gets 2 as leader, the other stays offline until an

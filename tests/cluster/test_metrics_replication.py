@@ -14,7 +14,7 @@ from support.harness import Cluster, wait_for
 from test_cluster import settle
 
 pytest.importorskip("prometheus_client")
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.crash, pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 LONG_SESSION_MS = 4000     # the most the tests' ensemble allows (tickTime 200)
 

@@ -60,7 +60,7 @@ from support.zk import Ensemble, java_available
 from netns import Network, NetworkUnavailable
 from test_replication import partition_files, read_all
 
-pytestmark = [pytest.mark.zk, pytest.mark.partition, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.crash, pytest.mark.clients, pytest.mark.zk, pytest.mark.partition, pytest.mark.timeout(900)]
 
 TOPIC, PARTITIONS = "jepsen", 3
 TOPICS = {TOPIC: PARTITIONS, "jepsen-b": 3}    # the several-topics modes' workload

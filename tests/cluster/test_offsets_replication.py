@@ -18,7 +18,7 @@ from support.harness import LONG_SESSION_MS, SESSION_MS, Cluster, create_replica
 from test_cluster import find_coordinator, raw_call
 from test_replication import partition_files
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 REQUEST_TIMED_OUT, LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE = 7, 14, 15
 OFFSETS_PARTITIONS = 6         # the harness's offsets.topic.num.partitions
@@ -142,6 +142,7 @@ def test_a_commit_is_answered_only_once_replicated(ensemble, tmp_path, request):
         assert commit_raw(11) == 0 and committed_raw() == 11
 
 
+@pytest.mark.crash
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
 def test_group_resumes_from_its_commits_when_the_coordinator_dies(cluster, how):
     """A member commits, the broker leading its group's offsets partition dies (kill -9, or a

@@ -14,7 +14,7 @@ from support.zk import free_port
 from test_leadership import Streaming, elect, leaders, restart_preferred_leader
 from test_replication import read_all
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 NOT_LEADER_OR_FOLLOWER = 6
 

@@ -16,7 +16,7 @@ from fastkafka.protocol import ApiKey
 from support.harness import LONG_SESSION_MS, Cluster, create_replicated, wait_for
 from test_cluster import raw_call
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.crash, pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 NOT_LEADER_OR_FOLLOWER = 6
 NOT_ENOUGH_REPLICAS = 19

@@ -12,7 +12,7 @@ from support.brokers import free_port
 from support.harness import BrokerProc, wait_for, zk_client
 
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(120)]
 
 
 def _settle(futures):

@@ -18,7 +18,7 @@ from fastkafka.uuids import UUID_ZERO, parse_uuid
 from support.harness import raw_call, wait_for
 from test_cluster import settle
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 
 def znode_topic_id(cluster, topic: str):

@@ -26,7 +26,7 @@ from support.ctp import WorkerProcess, check_exactly_once, committed_progress
 from support.harness import Cluster, create_replicated, raw_call, wait_for
 
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 TOPIC, PARTITIONS = "txn", 3
 TXN_PARTITIONS = 6       # the harness's transaction.state.log.num.partitions
@@ -119,6 +119,7 @@ def test_commit_and_abort_across_leaders_on_three_brokers(cluster):
     assert sorted(read(cluster.bootstrap, "read_uncommitted")) == sorted(values(b"a") + values(b"b") + values(b"c"))
 
 
+@pytest.mark.crash
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
 def test_the_coordinator_dies_mid_transaction(cluster, how):
     """The producer has written an open transaction (Ongoing is replicated); its coordinator
@@ -220,7 +221,6 @@ def in_sync(cluster, topics) -> bool:
 
 
 @pytest.mark.crash
-@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_consume_transform_produce_exactly_once_through_broker_kills(ensemble, tmp_path, request):
     """txn_worker.py (confluent) turns CTP_RECORDS input records of ctp-in (3 partitions, RF 3)

@@ -10,7 +10,7 @@ from fastkafka.cluster.zk_consumer import ZkConsumerGroup, range_assign
 from support.harness import wait_for
 
 
-pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(120)]
 
 
 def test_range_assign_is_the_seeds_rule():

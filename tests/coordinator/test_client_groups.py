@@ -183,6 +183,7 @@ MEMBER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.crash
 def test_sigkilled_member_loses_partitions_after_session_timeout(broker):
     create_and_fill(broker, "kill", 4, 4)
     a = confluent_consumer(broker, "killg")

@@ -11,7 +11,7 @@ from fastkafka.records import iter_batches
 
 from support.brokers import free_port, serve_process, stop, wait_listening
 
-pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.crash, pytest.mark.clients, pytest.mark.timeout(120)]
 
 
 def start(data, port):

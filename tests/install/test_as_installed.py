@@ -31,7 +31,7 @@ import pytest
 
 from support.brokers import free_port, wait_listening
 
-pytestmark = [pytest.mark.install, pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.clients, pytest.mark.install, pytest.mark.timeout(1500)]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -15,7 +15,7 @@ from support.brokers import running_broker
 from support.raw_client import RawClient as Raw
 
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 NOT_FOUND, BAD_EPOCH = E.FetchSessionIdNotFoundError.code, E.InvalidFetchSessionEpochError.code
 
 

@@ -10,6 +10,8 @@ from fastkafka.protocol.types import UUID_ZERO
 
 from support.raw_client import RawClient as Raw
 
+pytestmark = pytest.mark.clients
+
 
 def test_metadata_v12_topic_ids_and_v10_v11(broker):
     broker.topics.create("m", 2)

@@ -98,6 +98,7 @@ def index_bytes_on_disk(data) -> int:
                for f in files if f.endswith((".index", ".timeindex")))
 
 
+@pytest.mark.crash
 def test_after_kill_9_the_first_answers_carry_the_recovered_end_offsets(tmp_path):
     """A client keeps connecting while the killed broker restarts with 200 partitions: until
     the port opens it is refused; its first ListOffsets answer is the recovered log. Recovery

@@ -10,7 +10,7 @@ from fastkafka.cli.serve import load_properties, parse_overrides
 
 from support.brokers import exited, free_port, serve_process, stop, wait_listening
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 
 
 def test_properties_parsing():

@@ -5,7 +5,7 @@ appear as rows. Transactions are written by confluent-kafka's transactional prod
 import pytest
 from conftest import create_topic, produce, reader
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.clients, pytest.mark.spark, pytest.mark.timeout(180)]
 
 
 def _transactions(broker, topic):

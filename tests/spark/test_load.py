@@ -112,6 +112,7 @@ def test_failed_task_is_redone_without_duplicates(spark, broker, topic_name, tmp
     _exactly_once(spark, out, 120)
 
 
+@pytest.mark.crash
 def test_load_killed_mid_batch_then_rerun_is_exactly_once(spark, broker, topic_name, tmp_path,
                                                           capsys):
     out, argv = _topic_and_load_args(broker, topic_name, tmp_path, 150, 50)

@@ -18,7 +18,7 @@ import pytest
 from cluster_support import broker_process, connect_server, standalone_cluster
 from conftest import create_topic, produce
 
-pytestmark = [pytest.mark.spark, pytest.mark.spark_cluster, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.clients, pytest.mark.spark, pytest.mark.spark_cluster, pytest.mark.timeout(400)]
 
 CHILD = os.path.join(os.path.dirname(__file__), "cluster_child.py")
 RECORDS = 40

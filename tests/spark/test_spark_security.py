@@ -17,7 +17,7 @@ from support.brokers import running_broker
 from support.certs import make_certs
 
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.clients, pytest.mark.spark, pytest.mark.timeout(180)]
 
 USER, PASSWORD = "alice", "alice-secret"
 LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_SSL": "SASL_SSL"}

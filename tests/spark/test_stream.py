@@ -5,7 +5,7 @@ import time
 import pytest
 from conftest import create_topic, produce
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.clients, pytest.mark.spark, pytest.mark.timeout(240)]
 
 
 def run_available_now(spark, broker, topic, out, chk, **options):

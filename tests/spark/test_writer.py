@@ -4,7 +4,7 @@ import time
 import pytest
 from conftest import create_topic, reader
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.clients, pytest.mark.spark, pytest.mark.timeout(180)]
 
 
 def consume_all(broker, topic, n, timeout=30):
