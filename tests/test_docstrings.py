@@ -7,7 +7,7 @@ them) and needs no other set-up than it shows: the storage ones create their fil
 ``fastkafka.server.cluster_topics``) talk to a real ZooKeeper: they use the global
 ``zk_connect``, its ``host:port`` (``"127.0.0.1:2181"`` for a local one), each under a chroot
 of its own (``f"{zk_connect}/doc-<module>"``) so they never see each other's znodes. A module
-whose examples name ``zk_connect`` gets it here: one standalone ZooKeeper (tests/cluster/zk.py)
+whose examples name ``zk_connect`` gets it here: one standalone ZooKeeper (tests/support/zk.py)
 is started for the session when the first such module runs, and those tests carry the ``zk``
 mark. Cython modules are checked too: their classes and functions are compiled with docstrings.
 

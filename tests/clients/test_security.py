@@ -5,7 +5,7 @@ call. Then what must fail: wrong password, unknown user, wrong mechanism, a requ
 authentication, an expired session, plaintext on a TLS port, garbage on a SASL port — each the
 right error and a closed connection, the broker healthy afterwards.
 
-One broker serves every case; its certificates are made by the test (tests/clients/certs.py)."""
+One broker serves every case; its certificates are made by the test (tests/support/certs.py)."""
 from __future__ import annotations
 
 import asyncio

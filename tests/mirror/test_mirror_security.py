@@ -1,6 +1,6 @@
 """A mirror between two secured clusters (issue 20: "security included once the security issue
 lands"): the source speaks SASL_SSL with SCRAM-SHA-512, the target SSL with client certificates
-(real certificates, tests/clients/certs.py). ``fastkafka mirror`` is given each side's properties
+(real certificates, tests/support/certs.py). ``fastkafka mirror`` is given each side's properties
 (--source-config-file, --target-config), copies records with their headers, and offset
 translation works against the secured target; a wrong source password makes the mirror exit 1
 with the broker's message instead of retrying for ever."""

@@ -7,7 +7,8 @@ importable as ``support`` without a ``sys.path`` edit::
 * ``raw_client``: one request at a time over a socket, any API version (``RawClient``).
 * ``rdkafka_helpers``: topics, reads and writes through confluent-kafka (librdkafka).
 * ``certs``: a CA and signed certificates made with openssl.
-* ``zk``: a real ZooKeeper (standalone or an ensemble of 3); importing it marks a module ``zk``.
+* ``zk``: a real ZooKeeper (standalone or an ensemble of 3); a module importing it is marked ``zk``
+  (tests/test_markers.py checks).
 * ``harness``: ``fastkafka serve`` brokers joined through ZooKeeper (``Cluster``, ``BrokerProc``).
 * ``ctp``, ``txn_worker``: the consume-transform-produce worker a test kills and restarts.
 
