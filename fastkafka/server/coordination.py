@@ -91,6 +91,10 @@ __all__ = ["CoordinationService"]
 log = logging.getLogger("fastkafka.coordinator")
 
 TICK_S = 0.05
+# Lock.acquire's arguments for a tick's wait: one tuple for every wait (threading.Event.wait(TICK_S)
+# made a lock and an argument tuple per wait, 20 times a second; kept across the wait, they
+# pinned memory a wave of connections gave back: bench/RESULTS.md, "Idle connections")
+_TICK_WAIT = (True, TICK_S)
 # transactions completing at once (markers, then the Complete state): each waits on its leaders
 MARKER_THREADS = 4
 # how long the producer's next request waits for its previous transaction's completion before it
@@ -142,6 +146,10 @@ class CoordinationService:
         if self._cluster:
             self.groups.partition_error = self._partition_error
         self._stop = threading.Event()
+        # held until stop(): the tick threads wait on it (see _stopped_within_tick)
+        self._stopping = threading.Lock()
+        self._stopping.acquire()
+        self._acquire_stopping = self._stopping.acquire    # bound once: no method object per wait
         self._thread = threading.Thread(target=self._run, name="fastkafka-group-coordinator",
                                         daemon=True)
         self._txn_thread = threading.Thread(target=self._tick_transactions,
@@ -361,14 +369,17 @@ class CoordinationService:
             self.loaded.set()
         log.info("group coordinator loaded %d group(s)", len(self.groups.manager.groups))
         broker_stopped = self._broker_stopped
-        while not self._stop.wait(TICK_S):
+        groups = self.groups
+        while not self._stopped_within_tick():
             if broker_stopped is not None and broker_stopped.is_set():
                 self.groups.shutdown()
                 return
             try:
                 if self._cluster:
                     self._follow_leadership()
-                self.groups.tick()
+                # no group, nothing to time out: an idle embedded broker's tick makes no object
+                if groups.manager.groups or groups.consumer_groups:
+                    groups.tick()
             except Exception:  # a bug in one tick must not stop the timeouts for good
                 log.exception("group coordinator tick failed")
 
@@ -377,7 +388,7 @@ class CoordinationService:
         waits for its markers, in cluster mode on other brokers."""
         self.loaded.wait()
         broker_stopped = self._broker_stopped
-        while not self._stop.wait(TICK_S):
+        while not self._stopped_within_tick():
             if broker_stopped is not None and broker_stopped.is_set():
                 return
             try:
@@ -387,9 +398,20 @@ class CoordinationService:
             except Exception:  # noqa: BLE001 — as the groups' tick
                 log.exception("transaction coordinator tick failed")
 
+    def _stopped_within_tick(self) -> bool:
+        """Wait up to ``TICK_S``; True once :meth:`stop` was called. The wait allocates nothing:
+        a lock held until stop, acquired with a timeout through a method and an argument tuple
+        made once."""
+        if self._acquire_stopping(*_TICK_WAIT):
+            self._stopping.release()         # for the other tick thread
+            return True
+        return False
+
     def stop(self) -> None:
         self.groups.shutdown()
-        self._stop.set()
+        if not self._stop.is_set():
+            self._stop.set()
+            self._stopping.release()
         for thread in (self._thread, self._txn_thread):
             if thread.is_alive() and threading.current_thread() is not thread:
                 thread.join(5.0)
