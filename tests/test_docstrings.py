@@ -25,7 +25,7 @@ import pytest
 
 import fastkafka
 
-from support.zk import Ensemble, java_available
+from support.zk import Ensemble, require_java
 
 
 SKIPPED = 0       # examples still marked +SKIP
@@ -56,8 +56,7 @@ MODULES = sorted(public_modules())
 
 @pytest.fixture(scope="session")
 def zk_connect(tmp_path_factory):
-    if not java_available():
-        pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
+    require_java()
     with Ensemble(tmp_path_factory.mktemp("zk"), size=1) as zk:
         yield zk.connect
 

@@ -38,7 +38,7 @@ INPUT_FILES = {   # files the examples name, with lines of the shape they descri
 
 from support.brokers import running_broker
 from support.harness import Cluster, wait_for
-from support.zk import Ensemble, java_available
+from support.zk import Ensemble, require_java
 
 
 def help_examples(tool: str) -> list[str]:
@@ -114,8 +114,7 @@ def test_every_help_example_runs(broker, acl_broker, tmp_path):
 def test_every_cluster_help_example_runs(tmp_path_factory, tmp_path):
     """The reassign and leader-election examples, in order, against brokers 1-3 with a topic
     orders of three partitions on two replicas each."""
-    if not java_available():
-        pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
+    require_java()
     with Ensemble(tmp_path_factory.mktemp("zk"), size=1) as zk, \
             Cluster(tmp_path_factory.mktemp("brokers"), f"{zk.connect}/examples", 3) as cluster:
         with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:

@@ -17,7 +17,7 @@ from fastkafka.client import Producer, ProducerData
 from fastkafka.client.admin import BROKER_RESOURCE, AdminClient
 
 from support.harness import LONG_SESSION_MS, Cluster, wait_for
-from support.zk import Ensemble, java_available
+from support.zk import Ensemble, require_java
 
 
 pytestmark = [pytest.mark.zk, pytest.mark.timeout(600)]
@@ -26,8 +26,7 @@ pytestmark = [pytest.mark.zk, pytest.mark.timeout(600)]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """Brokers 1-3, whose sessions survive a SIGSTOP of a couple of seconds."""
-    if not java_available():
-        pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
+    require_java()
     with Ensemble(tmp_path_factory.mktemp("zk"), size=1) as zk, \
             Cluster(tmp_path_factory.mktemp("brokers"), f"{zk.connect}/reassign", 3,
                     **{"zookeeper.session.timeout.ms": LONG_SESSION_MS,

@@ -29,7 +29,7 @@ from fastkafka.records import build_batch
 
 from support.brokers import running_broker
 from support.harness import Cluster, create_replicated
-from support.zk import Ensemble, java_available
+from support.zk import Ensemble, require_java
 from test_help_examples import help_examples, run_examples
 
 
@@ -295,8 +295,7 @@ def txn_cluster(tmp_path_factory):
     """Brokers 1-3 with a topic of three partitions on three replicas each and, in it, an open
     transaction for each ``__transaction_state`` partition (the harness has six), so that their
     coordinators differ: ``(cluster, {transactional id: (producer, partition written)})``."""
-    if not java_available():
-        pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
+    require_java()
     with Ensemble(tmp_path_factory.mktemp("zk"), size=1) as zk, \
             Cluster(tmp_path_factory.mktemp("brokers"), f"{zk.connect}/txcli", 3) as cluster:
         create_replicated(cluster, CLUSTER_TOPIC, 3, rf=3)

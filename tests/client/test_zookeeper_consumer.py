@@ -14,7 +14,7 @@ from fastkafka.cluster import znodes
 from fastkafka.config import ConfigException
 
 from support.harness import Cluster, wait_for
-from support.zk import Ensemble, java_available
+from support.zk import Ensemble, require_java
 
 
 pytestmark = [pytest.mark.zk, pytest.mark.clients, pytest.mark.timeout(180)]
@@ -23,8 +23,7 @@ TOPIC, PARTS = "zkstreams", 6
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if not java_available():
-        pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
+    require_java()
     with Ensemble(tmp_path_factory.mktemp("zk"), size=1) as zk, \
             Cluster(tmp_path_factory.mktemp("brokers"), f"{zk.connect}/zkconsumer", 1,
                     **{"offsets.topic.replication.factor": 1}) as c:   # one broker: one replica

@@ -16,7 +16,7 @@ from fastkafka.server.broker import Broker
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(300)]
 
-ck = pytest.importorskip("confluent_kafka")
+import confluent_kafka as ck
 from confluent_kafka import KafkaError, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,  # noqa: E402
                                    AdminClient, NewTopic, ResourcePatternType, ResourceType)

@@ -4,7 +4,6 @@ import time
 
 import pytest
 
-aiokafka = pytest.importorskip("aiokafka")
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
 

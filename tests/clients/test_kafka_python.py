@@ -3,7 +3,6 @@ import time
 
 import pytest
 
-kafka = pytest.importorskip("kafka")
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 from kafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError  # noqa: E402

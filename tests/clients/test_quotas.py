@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from fastkafka.client.admin import AdminClient  # noqa: E402

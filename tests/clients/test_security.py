@@ -30,7 +30,7 @@ from fastkafka.server.broker import Broker
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(300)]
 
-ck = pytest.importorskip("confluent_kafka")
+import confluent_kafka as ck
 from confluent_kafka.admin import (AdminClient as CkAdmin, NewTopic as CkNewTopic,  # noqa: E402
                                    ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
 

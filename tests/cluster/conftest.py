@@ -1,14 +1,13 @@
 import pytest
 
 from support.harness import Cluster
-from support.zk import Ensemble, java_available
+from support.zk import Ensemble, require_java
 
 
 @pytest.fixture(scope="module")
 def ensemble(tmp_path_factory):
     """One standalone ZooKeeper per test module; each test gets its own chroot in it."""
-    if not java_available():
-        pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
+    require_java()
     with Ensemble(tmp_path_factory.mktemp("zk"), size=1) as zk:
         yield zk
 

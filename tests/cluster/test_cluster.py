@@ -17,7 +17,7 @@ from fastkafka.cluster.producer_ids import ZkBlockStore
 from fastkafka.protocol import ApiKey
 
 from support.harness import SESSION_MS, BrokerProc, Cluster, raw_call, wait_for, zk_client
-from support.zk import Ensemble, java_available
+from support.zk import Ensemble, require_java
 
 
 pytestmark = [pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(120)]
@@ -313,8 +313,7 @@ def test_broker_paused_past_its_session_re_registers(cluster):
 
 
 def test_zookeeper_ensemble_of_three_loses_its_leader(tmp_path):
-    if not java_available():
-        pytest.skip("zookeeper package and java needed")
+    require_java()
     with Ensemble(tmp_path / "zk", size=3) as zk, Cluster(tmp_path, zk.connect, 3) as cluster:
         create(cluster, "quorum", 3)
         sessions = {b: owner(cluster, b) for b in cluster.brokers}

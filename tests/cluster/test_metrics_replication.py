@@ -13,7 +13,7 @@ from support.brokers import free_port
 from support.harness import Cluster, wait_for
 from test_cluster import settle
 
-pytest.importorskip("prometheus_client")
+import prometheus_client  # noqa: F401 (a declared dependency: missing, it fails here by name)
 pytestmark = [pytest.mark.crash, pytest.mark.clients, pytest.mark.zk, pytest.mark.timeout(300)]
 
 LONG_SESSION_MS = 4000     # the most the tests' ensemble allows (tickTime 200)

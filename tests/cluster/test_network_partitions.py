@@ -56,7 +56,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from fastkafka.records import iter_batches
 
 from support.harness import Cluster, create_replicated, wait_for
-from support.zk import Ensemble, java_available
+from support.zk import Ensemble, require_java
 from netns import Network, NetworkUnavailable
 from test_replication import partition_files, read_all
 
@@ -96,8 +96,7 @@ MODES = {
 @pytest.fixture
 def hosts(tmp_path, mode):
     """ZooKeeper on host ``zk``, brokers 1-3 on hosts ``b1``-``b3``: (network, cluster)."""
-    if not java_available():
-        pytest.skip("Debian's zookeeper package and java are needed (make test installs them)")
+    require_java()
     with contextlib.ExitStack() as stack:
         try:
             net = stack.enter_context(Network())

@@ -312,10 +312,12 @@ int main(void) {
 """
 
 
-@pytest.mark.skipif(shutil.which("cc") is None or not os.path.exists(IMPL_H),
-                    reason="needs a C compiler and the source tree")
+# An installed wheel carries no header (a situation, not a missing tool); the compiler is a tool
+# the build already needs, so its absence fails.
+@pytest.mark.skipif(not os.path.exists(IMPL_H), reason="the header ships in the source tree only")
 @pytest.mark.parametrize("portable", [True, False], ids=["portable", "native"])
 def test_header_builds_standalone_and_without_x86(tmp_path, portable):
+    assert shutil.which("cc"), "cc is missing: a C compiler builds the extension (make build)"
     # FK_CRC32C_PORTABLE compiles the header as a non-x86 target would see it; -Werror keeps it
     # free of warnings there too.
     (tmp_path / "harness.c").write_text(HARNESS)

@@ -232,7 +232,7 @@ def test_control_batch(commit):
 
 
 def test_columns_to_arrow():
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow as pa
     inputs = sample(30)
     data = build_batch(inputs[:10], compression=3) + build_batch(inputs[10:], base_offset=10)
     rb = records.columns_to_arrow(records.decode_columns(data))

@@ -14,7 +14,7 @@ import pytest
 from fastkafka.client import AdminClient
 from mirror_support import contents, read_topic, wait_for
 
-CProducer = pytest.importorskip("confluent_kafka").Producer
+from confluent_kafka import Producer as CProducer
 pytestmark = [pytest.mark.clients, pytest.mark.crash, pytest.mark.timeout(150)]
 
 TOPICS = {"orders": 3, "clicks": 2}

@@ -23,7 +23,6 @@ from support.certs import make_certs
 from mirror_support import contents, high_watermark, read_topic, wait_for
 
 
-ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import (AdminClient as CkAdmin, ScramCredentialInfo, ScramMechanism,  # noqa: E402
                                    UserScramCredentialUpsertion)
 

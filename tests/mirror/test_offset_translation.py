@@ -21,7 +21,7 @@ import pytest
 from support.brokers import ROOT
 from mirror_support import read_to_end, read_topic, wait_for
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+import confluent_kafka
 from confluent_kafka.admin import AdminClient  # noqa: E402
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(180)]
 

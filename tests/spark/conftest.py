@@ -18,7 +18,7 @@ def broker(start_session_broker):
 
 @pytest.fixture(scope="session")
 def spark():
-    pytest.importorskip("pyspark")
+    import pyspark  # noqa: F401 (a declared dependency: missing, it fails here by name)
     import fastkafka.spark
     session = fastkafka.spark.local_session("fastkafka-tests", sql_shuffle_partitions=2)
     yield session

@@ -31,7 +31,6 @@ def certs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory, certs):
-    pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
                                        UserScramCredentialUpsertion)
     props = {

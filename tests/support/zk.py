@@ -22,9 +22,11 @@ import socket
 import subprocess
 import time
 
+import pytest
+
 from support.brokers import free_port  # one set of handed-out ports per process
 
-__all__ = ["Ensemble", "java_available", "free_port"]
+__all__ = ["Ensemble", "java_available", "require_java", "free_port"]
 
 
 JAR = "/usr/share/java/zookeeper.jar"        # its manifest's Class-Path pulls in netty, jute...
@@ -35,6 +37,17 @@ TICK_MS = 200
 
 def java_available() -> bool:
     return os.path.exists(JAR) and shutil.which("java") is not None
+
+
+def require_java() -> None:
+    """Fail the test, naming what is missing, unless ZooKeeper's jar and java are installed.
+
+    The suite runs real ZooKeeper; a machine without it fails loudly rather than skipping
+    (``make test`` installs both through ci/install-debian.sh)."""
+    missing = [what for what, ok in ((JAR + " (Debian's zookeeper package)", os.path.exists(JAR)),
+                                     ("java", shutil.which("java") is not None)) if not ok]
+    if missing:
+        pytest.fail(f"missing {' and '.join(missing)}: make test installs them (ci/install-debian.sh)")
 
 
 def four_letter(port: int, word: str = "srvr", timeout: float = 1.0, host: str = "127.0.0.1") -> str:
