@@ -1,6 +1,8 @@
 """``fastkafka consume -g`` stopped by a signal while its stdout is full (issue 12): the commit
 covers exactly the records that reached stdout — not one more (that record would be lost) and not
 fewer (delivered twice) — the group is Empty at once, and the next run starts right after."""
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -16,6 +18,17 @@ pytestmark = [pytest.mark.clients, pytest.mark.timeout(90)]
 N = 20_000
 
 
+def blocked_in_pipe_write(pid: int) -> bool:
+    """A thread of ``pid`` sleeps in the kernel's pipe write (wchan ``pipe_write``, or
+    ``anon_pipe_write`` on newer kernels): the pipe is full."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):        # a thread that just ended
+            with open(f"/proc/{pid}/task/{task}/wchan") as f:
+                if "pipe_write" in f.read():
+                    return True
+    return False
+
+
 def consume(broker, group, topic, *extra):
     return subprocess.Popen([sys.executable, "-m", "fastkafka", "consume", "-b", broker.bootstrap,
                              "-g", group, "--from-beginning", topic, *extra],
@@ -28,7 +41,11 @@ def test_a_signal_during_a_blocked_write_commits_exactly_what_was_printed(broker
     confluent_write(broker.bootstrap, topic, [(None, b"%d" % i, None, None, None) for i in range(N)])
     proc = consume(broker, group, topic)
     first = [proc.stdout.readline() for _ in range(10)]
-    time.sleep(1.0)                  # read no more: the pipe fills and the consumer blocks in write()
+    # read no more: the pipe fills and the consumer blocks in write()
+    deadline = time.monotonic() + 30
+    while not blocked_in_pipe_write(proc.pid):
+        assert proc.poll() is None and time.monotonic() < deadline, "the consumer never blocked writing stdout"
+        time.sleep(0.02)             # poll interval
     proc.send_signal(getattr(signal, sig))
     rest = proc.stdout.read()        # let it finish the write it is in
     proc.wait(30)

@@ -11,7 +11,7 @@ import pytest
 from fastkafka.client import AdminClient, Producer, ProducerData, murmur2
 from mirror_support import contents, high_watermark, read_topic, wait_for
 
-CProducer = pytest.importorskip("confluent_kafka").Producer
+from confluent_kafka import Producer as CProducer
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(120)]
 
 T0 = 1_600_000_000_000      # CreateTimes far from now: a copy stamped "now" would show
@@ -73,8 +73,7 @@ def test_topics_copied_intact_with_configs(clusters, mirror):
     def copied():
         return all(end(b, t) >= n for t, n in expected.items())
     wait_for(copied, 30, "the records on the target", m.output)
-    time.sleep(0.5)
-    assert m.stop() == 0, m.output()
+    assert m.stop() == 0, m.output()     # SIGTERM: the streams commit what they copied, then exit
 
     # same partition, same order, key/value/headers/CreateTime as the source; nothing aborted
     for t in ("orders", "profiles"):
@@ -111,7 +110,8 @@ def test_topics_copied_intact_with_configs(clusters, mirror):
 def test_new_topics_partitions_and_config_changes_followed(clusters, mirror):
     a, b = clusters
     m = mirror(a, b, "--whitelist", "new.*", "--config-sync-interval-ms", "500")
-    time.sleep(1.5)       # running, with nothing to mirror yet
+    # running, with nothing to mirror yet: its first progress line follows its first topic refresh
+    wait_for(lambda: "records/s" in m.output(), 30, "the mirror's first progress line", m.output)
     a.topics.create("new-1", 2)
     a.topics.create("other", 1)
     produce_confluent(a.bootstrap, "new-1", 200, "n", **{"linger.ms": 1})

@@ -125,7 +125,10 @@ def test_fetch_long_poll_is_woken_by_an_append_and_times_out_otherwise(broker):
     resp = part(fetcher.call(ApiKey.FETCH, 11, fetch_body("poll", 0, 0, max_wait_ms=300)))
     assert time.monotonic() - t0 >= 0.25 and resp.error_code == 0 and len(resp.records or b"") == 0
     fetcher.send(ApiKey.FETCH, 11, fetch_body("poll", 0, 0, max_wait_ms=10_000))
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10
+    while broker.fetch_purgatory.watched() != 1:      # the long poll is parked, waiting for data
+        assert time.monotonic() < deadline, "the fetch never waited in the purgatory"
+        time.sleep(0.005)                             # poll interval
     t0 = time.monotonic()
     assert part(producer.call(ApiKey.PRODUCE, 7, produce_body("poll", 0, batch(b"wake")))).error_code == 0
     resp = part(fetcher.recv())

@@ -70,7 +70,7 @@ class Echo:
             delay = int(body[1:].split(b":")[0]) / 1000
 
             def later():
-                time.sleep(delay)
+                time.sleep(delay)     # a slow handler is what ``S`` simulates
                 req.respond([frame(body)])
             threading.Thread(target=later, daemon=True).start()
         elif body.startswith(b"F"):
@@ -129,7 +129,7 @@ def test_gathered_responses_that_fill_the_socket_keep_their_order(server, tmp_pa
     path.write_bytes(os.urandom(32 << 20))
     c = connect(server)
     c.sendall(b"".join(frame(b) for b in (b"F" + str(path).encode(), middle, b"after")))
-    time.sleep(read_after_s)
+    time.sleep(read_after_s)          # the case under test: a client that reads late
     assert recv_frame(c) == b"hdr" + path.read_bytes()
     expected = [middle, b"after"] if middle.startswith(b"S") else [b"after"]
     assert [recv_frame(c) for _ in expected] == expected
@@ -203,14 +203,17 @@ def test_idle_connections_are_closed(server):
     assert time.monotonic() - t0 >= 0.25
     deadline = time.monotonic() + 3
     while server.connection_count and time.monotonic() < deadline:
-        time.sleep(0.02)
+        time.sleep(0.02)                              # poll interval
     assert server.connection_count == 0
 
 
 def test_shutdown_finishes_in_flight_requests(server):
     c = connect(server)
     c.sendall(frame(b"S400:slow"))
-    time.sleep(0.1)  # the request is in its handler
+    deadline = time.monotonic() + 5
+    while server.handler.handled < 1:                 # the request is in its handler
+        assert time.monotonic() < deadline, "the request never reached its handler"
+        time.sleep(0.005)                             # poll interval
     t = threading.Thread(target=server.shutdown, args=(5,))
     t.start()
     assert recv_frame(c) == b"S400:slow"
@@ -259,7 +262,7 @@ def test_max_connections_per_ip(tmp_path, props, allowed):
             if _api_versions_ok(again) or time.monotonic() > deadline:
                 break
             again.close()
-            time.sleep(0.05)
+            time.sleep(0.05)                          # poll interval
         assert _api_versions_ok(again)
         for s in held + [again]:
             s.close()
