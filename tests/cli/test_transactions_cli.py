@@ -51,7 +51,7 @@ for part, count in (s.split("=") for s in spec):
         p.produce(topic, b"open-%s-%d" % (part.encode(), i), partition=int(part))
 assert p.flush(30) == 0
 print("open", flush=True)
-time.sleep(600)
+time.sleep(600)  # hold the transactions open until killed
 """
 
 

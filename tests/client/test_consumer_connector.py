@@ -75,7 +75,7 @@ def wait_until(condition, what, timeout=60):
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.02)
+        time.sleep(0.02)  # poll interval
 
 
 def settled(*connectors):

@@ -102,7 +102,7 @@ def test_async_waits_queue_time_then_sends(broker, topic):
     p.send(ProducerData(topic, None, [b"b"]))
     deadline = time.monotonic() + 10
     while not acks and time.monotonic() < deadline:
-        time.sleep(0.01)
+        time.sleep(0.01)  # poll interval
     assert acks and acks[0][0] - t0 >= 0.25 and acks[0][1] == 2   # one batch, after queue.time
     p.close()
     assert [m.value() for m in confluent_read(broker.bootstrap, topic, 2)] == [b"a", b"b"]

@@ -39,7 +39,7 @@ def set_quota(broker, client_id: str, rate: float) -> None:
     deadline = time.monotonic() + 10
     while not broker.quotas.mutation.enabled:
         assert time.monotonic() < deadline, "the broker never saw the quota"
-        time.sleep(0.01)
+        time.sleep(0.01)  # poll interval
 
 
 def kafka_python_admin(broker, client_id):

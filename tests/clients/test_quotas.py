@@ -100,10 +100,10 @@ def test_producer_quota_throughput_and_a_change_while_running(bootstrap):
         t0 = time.monotonic()
         # the other client alone first, then beside the throttled one
         b = in_thread(run_paced, producer(bootstrap, "unmetered", free), "quota-b", free, other_rate, t0 + 20)
-        time.sleep(4)
+        time.sleep(4)  # the other client alone: its rate measured
         t1 = time.monotonic()
         a = in_thread(run_greedy, producer(bootstrap, "metered", limited), "quota-a", limited, t1 + 16)
-        time.sleep(8)
+        time.sleep(8)  # both running: the throttled one measured
         t2 = time.monotonic()
         admin.alter_client_quotas({"client-id": "metered"}, {"producer_byte_rate": raised})
         a.join(60)
@@ -147,7 +147,7 @@ def run_consumer(c, topic, meter, stop_at, messages, rate=None):
     start, got, position = time.monotonic(), 0, 0
     while (now := time.monotonic()) < stop_at:
         if rate is not None and got > rate * (now - start):
-            time.sleep(0.005)
+            time.sleep(0.005)  # pace the reader to its rate
             continue
         for m in c.consume(100, 0.05):
             if m.error() is None:
@@ -169,7 +169,7 @@ def test_consumer_quota_throughput(bootstrap):
     t0 = time.monotonic()
     b = in_thread(run_consumer, consumer(bootstrap, "fast-reader", free, "quota-read"), "quota-read", free,
                   t0 + 13, messages, other_rate)
-    time.sleep(4)
+    time.sleep(4)  # the other client alone: its rate measured
     t1 = time.monotonic()
     a = in_thread(run_consumer, consumer(bootstrap, "slow-reader", limited, "quota-read"), "quota-read", limited,
                   t1 + 9, messages)

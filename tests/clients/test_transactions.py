@@ -535,7 +535,7 @@ def test_consume_transform_produce_exactly_once_through_broker_and_worker_kills(
             elif not kills and progress == in_ends:
                 break
             else:
-                time.sleep(0.05)
+                time.sleep(0.05)  # poll interval
         worker.stop()
         assert len(done) == BROKER_KILLS + WORKER_KILLS
         assert all(code in (3, 4, 5) for code in worker.exits), why()

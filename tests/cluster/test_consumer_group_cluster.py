@@ -70,7 +70,7 @@ class Member:
                     if e.args[0].code() == -166:
                         return
                     raise
-                time.sleep(0.2)
+                time.sleep(0.2)  # retry backoff
 
 
 def poll_until(members, done, timeout: float = 90.0) -> None:

@@ -46,7 +46,7 @@ class Streaming:
             self._producer.produce(topic, str(n).encode(), partition=n % partitions, on_delivery=self._delivered)
             self._producer.poll(0)
             n += 1
-            time.sleep(0.0005)
+            time.sleep(0.0005)  # pace the load
         self._producer.flush(60)
 
     def __enter__(self):
@@ -81,7 +81,7 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops(cluster):
         while not stop.is_set():
             registered = victim in cluster.registered()
             seen.extend((registered, p, s) for p in range(4) if (s := cluster.state("calm", p)))
-            time.sleep(0.02)
+            time.sleep(0.02)  # sampling interval
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -182,7 +182,7 @@ def test_unclean_election_only_where_enabled(ensemble, tmp_path):
         assert cluster.state("dirty", 0).isr == (2,)
         # the controller (a new one if broker 1 was it) reaches the other topic in its own time
         wait_for(lambda: cluster.state("clean", 0).leader == -1, 30, what="clean: offline")
-        time.sleep(2)
+        time.sleep(2)  # absence: an election would have happened by now
         assert cluster.state("clean", 0).leader == -1, "a clean topic elected outside its ISR"
         # a new client: librdkafka keeps waiting for a controller it knew (broker 1 may have been it)
         admin = AdminClient({"bootstrap.servers": cluster.brokers[2].bootstrap})

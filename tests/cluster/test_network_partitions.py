@@ -222,7 +222,7 @@ def cut_leader(net, cluster, workload: Workload, mode: str, k: int, p: int) -> s
         new = wait_for(lambda: (s := cluster.state(TOPIC, p)) and s.leader not in (victim, -1) and s.leader, 60,
                        what=f"{TOPIC}-{p}: a leader other than the cut-off broker {victim}")
         elected = time.monotonic() - t0
-        time.sleep(HOLD_S)
+        time.sleep(HOLD_S)  # the cut held a while: writes go on
     finally:
         net.heal()
     return f"{TOPIC}-{p} leader {victim} -> {new} after {elected:.1f}s"
@@ -271,7 +271,7 @@ def cut_follower(net, cluster, workload: Workload, k: int, p: int) -> str:
                         f"only follows took too few acks=all writes in 30 s (new acks per partition: {stuck}); "
                         f"{states(cluster, targets)}")
         progressed = time.monotonic() - t0 - shrunk
-        time.sleep(HOLD_S)
+        time.sleep(HOLD_S)  # the cut held a while: writes go on
         rest = {b for b in cluster.brokers if b != victim}
         short = {f"{t}-{q}": s for t, q in followed if (s := cluster.state(t, q)) is None or set(s.isr) != rest}
         if short:     # the leader and the other follower must have stayed in sync all along
@@ -315,7 +315,7 @@ def cut_zookeeper_and_kill(net, cluster, workload: Workload, k: int, p: int) -> 
                         f"{survivor} does not lead every partition after 60 s: {states(cluster, targets)} "
                         f"(registered {sorted(cluster.registered())}, controller {cluster.controller()})")
         elected = time.monotonic() - killed_at
-        time.sleep(HOLD_S)
+        time.sleep(HOLD_S)  # the cut held a while: writes go on
     finally:
         net.heal()
     cluster.brokers[victim].start()

@@ -62,7 +62,7 @@ def retrying(call, timeout: float = 60.0):
         except KafkaException as e:
             if time.monotonic() > deadline or not e.args[0].retriable() and "COORDINATOR" not in str(e):
                 raise
-            time.sleep(0.2)
+            time.sleep(0.2)  # retry backoff
 
 
 def commit(c: Consumer) -> dict[int, int]:

@@ -62,7 +62,7 @@ def produce_to_new_leader(port: int, topic: str, partition: int, acks: int, valu
     while (code := produce_raw(port, topic, partition, acks, value)) == NOT_LEADER_OR_FOLLOWER:
         if time.monotonic() > deadline:
             break
-        time.sleep(0.05)
+        time.sleep(0.05)  # retry backoff
     return code
 
 

@@ -316,13 +316,13 @@ def ctp_through_broker_kills(cluster, tmp_path) -> None:
                 if what == "broker":
                     kill_broker(at, total)
                 else:
-                    time.sleep(rng.uniform(0, 0.1))
+                    time.sleep(rng.uniform(0, 0.1))  # land anywhere inside a transaction
                     worker.kill()
                     done.append((at, "worker", total))
             elif not kills and progress == in_ends:
                 break
             else:
-                time.sleep(0.05)
+                time.sleep(0.05)  # poll interval
         worker.stop()
         print(f"{time.monotonic() - t0:.1f} s, kills {done}, worker runs {worker.runs} exits {worker.exits}")
         assert len(done) == CTP_BROKER_KILLS + CTP_WORKER_KILLS

@@ -33,7 +33,7 @@ def committed(bootstrap, group, tps, timeout=30):
             except KafkaException:
                 if time.monotonic() > deadline:
                     raise
-                time.sleep(0.2)
+                time.sleep(0.2)  # retry backoff
     finally:
         c.close()
 

@@ -78,7 +78,7 @@ def wait_for(condition, timeout: float, what: str, on_timeout=lambda: "") -> Non
     while time.monotonic() < deadline:
         if condition():
             return
-        time.sleep(0.1)
+        time.sleep(0.1)  # poll interval
     raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{on_timeout()}")
 
 

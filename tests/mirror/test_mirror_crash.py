@@ -43,7 +43,7 @@ class Load:
                                               headers=[("n", str(i).encode())], timestamp=T0 + i)
                         i += 1
             self.producer.poll(0)
-            time.sleep(0.02)
+            time.sleep(0.02)  # pace the load
         assert self.producer.flush(30) == 0
         self.sent = i
 
@@ -90,12 +90,12 @@ def test_kill9_at_random_points_under_load(clusters, mirror, exactly_once):
     m = mirror(a, b, "--topics", ",".join(TOPICS), "--num-streams", "2", *mode)
     with Load(a.bootstrap):
         for _ in range(KILLS):
-            time.sleep(rng.uniform(0.8, 2.5))
+            time.sleep(rng.uniform(0.8, 2.5))  # kill at a random point of the copy
             assert m.alive(), m.output()
             m.kill()
             m.start()
         wait_for(m.up, 30, "the mirror started again", m.output)    # (slow on a loaded machine)
-        time.sleep(2.0)
+        time.sleep(2.0)  # copying under load a while before the SIGTERM
         # SIGTERM under load: the streams commit what they copied (exactly-once: their open
         # transactions), leave no transaction open, and exit 0
         assert m.stop() == 0, m.output()

@@ -62,7 +62,7 @@ def wait_for(cond, timeout=10.0):
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
+        time.sleep(0.02)  # poll interval
 
 
 def test_tables_shrink_after_a_wave_and_the_connections_left_keep_working(wave):
@@ -104,7 +104,7 @@ def test_the_release_waits_for_the_end_of_the_wave(wave, monkeypatch):
     monkeypatch.setattr(socket_server, "release_free_memory", noting)
     for c in socks[:50]:                              # a wave, its closes 20 ms apart
         c.close()
-        time.sleep(0.02)
+        time.sleep(0.02)  # the wave's pace
     assert wave.released.wait(10)
     assert count_at_release == [10]
     for c in socks[50:]:

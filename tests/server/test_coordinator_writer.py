@@ -61,7 +61,7 @@ def test_the_wait_ends_with_a_timeout_or_a_lost_leadership(setup):
     writer()(0, batch(), lost.append)
     deadline = time.monotonic() + 5
     while not timed_out and time.monotonic() < deadline:
-        time.sleep(0.01)
+        time.sleep(0.01)  # poll interval
     assert timed_out == [errors.RequestTimedOutError.code] and lost == []
     part.become_follower(2, 5, (1, 2), (1, 2), 1)
     purgatory.check((TOPIC, 0))

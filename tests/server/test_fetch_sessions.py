@@ -169,7 +169,7 @@ def test_a_newer_request_on_the_session_fails_the_waiting_one(broker):
     deadline = time.monotonic() + 10
     while broker.fetch_sessions.sessions() != [(sid, 2, 1)]:      # the waiting request was accepted
         assert time.monotonic() < deadline
-        time.sleep(0.01)
+        time.sleep(0.01)  # poll interval
     assert fetch(other, sid, 2).error_code == 0
     produce(broker.port, "w", 0, [b"v"])
     r = c.recv()

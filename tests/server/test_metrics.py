@@ -74,7 +74,7 @@ def test_counters_move_by_exactly_what_was_sent(tmp_path):
         deadline = time.monotonic() + 10
         while f'kafka_log_log_size{{partition="0",topic="{topic}"}}' in (gone := scrape(b)):
             assert time.monotonic() < deadline, "the deleted topic's log is still reported"
-            time.sleep(0.1)
+            time.sleep(0.1)  # poll interval
 
     t = f'{{topic="{topic}"}}'
     delta = lambda s, name: s[name] - before.get(name, 0.0)   # noqa: E731

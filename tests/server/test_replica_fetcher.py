@@ -24,7 +24,7 @@ def wait_until(predicate, timeout: float = 20.0):
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(0.02)
+        time.sleep(0.02)  # poll interval
     raise AssertionError("timed out")
 
 

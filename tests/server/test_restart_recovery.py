@@ -125,7 +125,7 @@ def test_after_kill_9_the_first_answers_carry_the_recovered_end_offsets(tmp_path
                 break
             except ConnectionRefusedError:
                 refusals += 1
-                time.sleep(0.005)
+                time.sleep(0.005)  # retry until the restarted broker listens
         assert end_offsets(c, 200) == expected      # the first answer
         c.sock.close()
         assert refusals > 0      # it was tried before the broker could answer

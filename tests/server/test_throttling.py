@@ -164,7 +164,7 @@ def test_a_throttled_fetch_is_answered_empty(broker):
         if resp.throttle_time_ms:
             assert resp.responses == []          # no data while throttled (nor charged for)
             throttled += 1
-            time.sleep(resp.throttle_time_ms / 1000)
+            time.sleep(resp.throttle_time_ms / 1000)  # what a client does: wait the throttle
             continue
         recs = bytes(resp.responses[0].partitions[0].records)
         sizes.append(len(recs))

@@ -83,7 +83,7 @@ class _Processes:
         deadline = time.monotonic() + 10
         left = [p.pid for p, _ in self.procs if _group_alive(p.pid)]
         while left and time.monotonic() < deadline:
-            time.sleep(0.2)
+            time.sleep(0.2)  # poll interval
             left = [pid for pid in left if _group_alive(pid)]
         if left:
             raise RuntimeError(f"process groups {left} still have members after SIGKILL")
@@ -115,7 +115,7 @@ def _wait(what: str, ready, procs: _Processes, timeout: float) -> None:
                 return
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} not ready after {timeout:.0f} s (logs in {procs.workdir})")
-        time.sleep(0.5)
+        time.sleep(0.5)  # poll interval
 
 
 class StandaloneCluster:

@@ -30,7 +30,7 @@ def main() -> int:
         if mode == "stall" and ctx.getLocalProperty("streaming.sql.batchId") == "1":
             with open(marker, "a") as f:
                 f.write("stalled in batch 1\n")
-            time.sleep(600)
+            time.sleep(600)  # stall the batch until the test kills the query
         return v
 
     udf = F.udf(fault, T.StringType())

@@ -124,7 +124,7 @@ def test_load_killed_mid_batch_then_rerun_is_exactly_once(spark, broker, topic_n
             while not marker.exists():
                 assert child.poll() is None, log.read_text()[-4000:]
                 assert time.monotonic() < deadline, "batch 1 never started"
-                time.sleep(0.2)
+                time.sleep(0.2)  # poll interval
         finally:
             os.killpg(child.pid, signal.SIGKILL)   # driver, JVM and Python workers at once
             child.wait(30)

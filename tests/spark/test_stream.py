@@ -82,7 +82,7 @@ def _wait_for(pred, timeout):
     while time.monotonic() < deadline:
         if pred():
             return True
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll interval
     return False
 
 
@@ -123,12 +123,12 @@ def test_min_and_max_offsets_per_trigger_together(spark, broker, topic_name):
     try:
         assert _wait_for(lambda: q.lastProgress is not None, 60)
         produce(broker, topic_name, [{"value": b"%d" % i} for i in range(3)])
-        time.sleep(2)
+        time.sleep(2)  # absence: a batch would have run by now
         assert _data_batches(q) == []
         produce(broker, topic_name, [{"value": b"%d" % i} for i in range(3, 12)])
         # 12 new: a batch of 4 (the max); 8 left >= 5: another 4; then 4 < 5 waits (10m delay)
         assert _wait_for(lambda: len(_data_batches(q)) >= 2, 60), q.exception()
-        time.sleep(2)
+        time.sleep(2)  # absence: a batch would have run by now
         assert [p["numInputRows"] for p in _data_batches(q)] == [4, 4]
     finally:
         q.stop()

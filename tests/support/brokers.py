@@ -69,7 +69,7 @@ def wait_listening(port: int, proc: subprocess.Popen | None = None, timeout: flo
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             return
         except OSError:
-            time.sleep(0.05)
+            time.sleep(0.05)  # poll interval
     raise TimeoutError(f"nothing listening on {port}")
 
 

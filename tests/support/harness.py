@@ -36,7 +36,7 @@ def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05, what: str
         value = predicate()
         if value:
             return value
-        time.sleep(interval)
+        time.sleep(interval)  # poll interval
     raise TimeoutError(f"timed out waiting for {what}")
 
 

@@ -49,7 +49,7 @@ class Watchdog:
 
     def _watch(self):
         while True:
-            time.sleep(0.2)
+            time.sleep(0.2)  # the watchdog's check interval
             d = self.deadline
             if d is not None and time.monotonic() > d:
                 log(f"a transaction took over {self.seconds}s: exiting")
@@ -152,7 +152,7 @@ def run_kafka_python(a) -> int:
                     p.send(a.output, key=m.key, value=b"out:" + m.value)
                 offsets[tp] = OffsetAndMetadata(recs[-1].offset + 1, "", -1)
             if a.pause_ms:
-                time.sleep(a.pause_ms / 1000)
+                time.sleep(a.pause_ms / 1000)  # widen the window in which the transaction is open
             p.send_offsets_to_transaction(offsets, c.group_metadata())
             p.commit_transaction()
         except Exception as e:

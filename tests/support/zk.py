@@ -162,7 +162,7 @@ class Ensemble(StartStop):
                     raise RuntimeError(f"ZooKeeper {sid} exited: {self.log_tail(sid)}")
             if all(self.mode(sid) for sid in self.procs):
                 return
-            time.sleep(0.1)
+            time.sleep(0.1)  # poll interval
         raise TimeoutError("ZooKeeper not serving: " + " | ".join(self.log_tail(s) for s in self.procs))
 
     def log_tail(self, sid: int, n: int = 2000) -> str:
