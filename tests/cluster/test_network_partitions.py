@@ -439,7 +439,8 @@ def test_acknowledged_writes_survive_partitions(hosts, mode):
     try:
         wait_for(lambda: workload.acked_count() >= 100, 60, what="a first hundred acknowledgements")
         nemesis(net, cluster, workload, mode, events)
-        time.sleep(1)      # some writes to the healed cluster
+        healed = workload.acked_count()
+        wait_for(lambda: workload.acked_count() >= healed + 100, 60, what="a hundred writes to the healed cluster")
     finally:
         net.heal()
         workload.stop()

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from fastkafka.client import AdminClient
-from mirror_support import contents, read_topic, wait_for
+from mirror_support import contents, high_watermark, read_topic, wait_for
 
 from confluent_kafka import Producer as CProducer
 pytestmark = [pytest.mark.clients, pytest.mark.crash, pytest.mark.timeout(150)]
@@ -95,7 +95,11 @@ def test_kill9_at_random_points_under_load(clusters, mirror, exactly_once):
             m.kill()
             m.start()
         wait_for(m.up, 30, "the mirror started again", m.output)    # (slow on a loaded machine)
-        time.sleep(2.0)  # copying under load a while before the SIGTERM
+
+        def on_target():
+            return sum(high_watermark(b, name(t), p) for t, n in TOPICS.items() for p in range(n))
+        restarted = on_target()
+        wait_for(lambda: on_target() > restarted, 30, "the restarted mirror copying under load", m.output)
         # SIGTERM under load: the streams commit what they copied (exactly-once: their open
         # transactions), leave no transaction open, and exit 0
         assert m.stop() == 0, m.output()
