@@ -10,6 +10,8 @@ from fastkafka.protocol import API_NAMES
 
 from support.brokers import running_broker
 
+pytestmark = pytest.mark.clients     # kafka-python and confluent-kafka against a broker
+
 
 class Recorder(logging.Handler):
     """(api name, version) of every request the broker decoded."""
