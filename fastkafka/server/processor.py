@@ -6,7 +6,7 @@ Per connection at most one request is in flight (the connection is muted until i
 left), which keeps pipelined responses in order without sequence numbers.
 
 Handlers may complete a request from any thread: completions go through a deque and a
-socketpair wakes the selector. A completion may be delayed (the response leaves later), close
+socketpair wakes the loop. A completion may be delayed (the response leaves later), close
 the connection some time after its response, or keep the connection muted some time after its
 response (a client throttled by a quota: KIP-219), all through one heap of due times.
 Unframeable or oversized input closes that connection only; nothing a client sends can stop
@@ -205,7 +205,7 @@ class Processor(threading.Thread):
         on_loop = threading.get_ident() == self._tid
         if on_loop and conn is self._dispatching:
             # An inline handler answered during _submit: _next_request sends it right away, so
-            # the connection never leaves the selector (two epoll_ctl calls saved per request).
+            # the connection never leaves the epoll set (two epoll_ctl calls saved per request).
             conn.inline_response = response
             return
         self._completions.append((conn, response))
@@ -223,10 +223,10 @@ class Processor(threading.Thread):
             self._stopped.wait(2.0)
 
     def compact(self) -> threading.Event:
-        """Shrink this processor's connection tables to the connections left; the event is set
-        once done (the loop does it). Thread-safe. A dict never shrinks when entries are deleted,
-        so after a wave of closes the fd -> connection dict and the selector's map keep a slot
-        per connection the wave had (about 30 bytes each) until rebuilt."""
+        """Shrink this processor's fd -> connection dict to the connections left; the event is
+        set once done, when the loop is about to wait again. Thread-safe. A dict never shrinks
+        when entries are deleted, so after a wave of closes it keeps a slot per connection the
+        wave had (about 30 bytes each) until rebuilt."""
         done = threading.Event()
         self._compactions.append(done)
         self._wakeup()
@@ -451,7 +451,7 @@ class Processor(threading.Thread):
         several small requests in flight costs one ``sendmsg`` a read, not one a request (the
         syscall was a fifth of a one-record Produce's time). Anything else first writes what was
         gathered: a request still in flight (handler thread, long poll) then takes the connection
-        out of the selector, a closing or throttling answer goes through :meth:`_finish`.
+        out of the epoll set, a closing or throttling answer goes through :meth:`_finish`.
         """
         gathered = None
         while conn.frames and not self._draining:
