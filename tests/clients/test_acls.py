@@ -5,14 +5,12 @@ topic creation and transactional calls, and sees no unauthorized topic in Metada
 ACLs, deny over allow, super users."""
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 
 import pytest
 
-from fastkafka.config import KafkaConfig
-from fastkafka.server.broker import Broker
+from support.brokers import running_broker
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(300)]
 
@@ -28,22 +26,15 @@ ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 LITERAL, PREFIXED = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
 
 
-@contextlib.contextmanager
 def acl_broker(log_dir, **extra):
-    props = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "log.dirs": str(log_dir),
-             "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT",
-             "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-             "super.users": "User:admin", "group.initial.rebalance.delay.ms": 0,
-             "auto.create.topics.enable": "false"}
-    props.update(extra)
-    b = Broker(KafkaConfig(props))
-    b.startup()
-    b.bootstrap = f"127.0.0.1:{b.port}"
-    try:
-        yield b
-    finally:
-        b.shutdown(10)
+    """A SASL_PLAINTEXT broker with the ACL authorizer (``extra``: more properties by Kafka's names)."""
+    return running_broker(log_dir, {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:admin", "group.initial.rebalance.delay.ms": 0,
+        "auto.create.topics.enable": "false", **extra})
 
 
 def conf(broker, user: str, **extra) -> dict:

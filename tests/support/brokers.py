@@ -18,9 +18,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @contextlib.contextmanager
-def running_broker(log_dir, **overrides):
-    """An in-process broker on 127.0.0.1:<ephemeral>; ``overrides`` use Kafka names with ``_`` for ``.``."""
+def running_broker(log_dir, properties: dict | None = None, **overrides):
+    """An in-process broker on 127.0.0.1:<ephemeral>; ``overrides`` use Kafka names with ``_`` for ``.``,
+    ``properties`` Kafka's names as they are (for names with an ``_`` of their own, e.g. a listener's)."""
     props = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(log_dir)}
+    props.update(properties or {})
     props.update({k.replace("_", "."): v for k, v in overrides.items()})
     broker = Broker(KafkaConfig(props))
     broker.startup()
