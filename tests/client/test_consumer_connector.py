@@ -20,6 +20,7 @@ GROUP_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, Api
               ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.LEAVE_GROUP)
 
 from support.rdkafka_helpers import confluent_write, create_topic
+from support.waits import wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -69,15 +70,6 @@ def test_streams_split_partitions_and_commit(broker, topic):
     c.shutdown()
 
 
-def wait_until(condition, what, timeout=60):
-    """Poll ``condition`` (a real state, never a sleep standing in for one) until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.02)  # poll interval
-
-
 def settled(*connectors):
     """Every connector has applied the generation its membership last joined, all the same one."""
     gens = {(c.generation_seen, c.member.generation) for c in connectors}
@@ -110,7 +102,7 @@ def test_two_members_share_the_partitions(broker, topic):
     [sb] = results["b"][topic]
     got_b = drain(sb)
     # a learns of the rebalance from a heartbeat: wait for both to hold the new generation
-    wait_until(lambda: settled(a, b), "a and b on one generation")
+    wait_for(lambda: settled(a, b), 60, what="a and b on one generation")
     assert b.owned and a.owned and not (a.owned & b.owned) and len(a.owned | b.owned) == 4
     assert coordinator_view(broker, group) == {a.member.member_id: a.owned,
                                                b.member.member_id: b.owned}
@@ -127,7 +119,7 @@ def test_two_members_share_the_partitions(broker, topic):
     a.shutdown()
     assert not a.owned      # a member that left owns nothing
     # b hears of the rebalance a's leaving started and takes every partition
-    wait_until(lambda: len(b.owned) == 4 and settled(b), "b owning all four partitions")
+    wait_for(lambda: len(b.owned) == 4 and settled(b), 60, what="b owning all four partitions")
     assert coordinator_view(broker, group) == {b.member.member_id: b.owned}
     b.shutdown()
     assert not b.owned
@@ -150,7 +142,7 @@ def test_a_refused_commit_gives_up_the_partitions(broker, topic):
     assert a.owned == both                      # a cannot know yet: the window eager groups have
     with pytest.raises(errors.UnknownMemberIdError):
         a.commit_offsets()
-    wait_until(lambda: settled(a, b) and a.owned and b.owned, "a back in the group")
+    wait_for(lambda: settled(a, b) and a.owned and b.owned, 60, what="a back in the group")
     assert not (a.owned & b.owned) and a.owned | b.owned == both
     assert coordinator_view(broker, group) == {a.member.member_id: a.owned,
                                                b.member.member_id: b.owned}
@@ -196,7 +188,7 @@ def test_a_session_without_heartbeats_gives_up_the_partitions(broker, topic):
     start = time.monotonic()
     c.create_message_streams({topic: 1})
     assert c.owned == {(topic, 0)}
-    wait_until(lambda: not c.owned and membership.joins > 1, "the partitions given up")
+    wait_for(lambda: not c.owned and membership.joins > 1, 60, what="the partitions given up")
     assert time.monotonic() - start >= 1.5      # not before the session could have run out
     c.shutdown()
     assert c._thread is not None and not c._thread.is_alive()

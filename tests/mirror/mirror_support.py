@@ -9,6 +9,7 @@ import sys
 import time
 
 from support.brokers import ROOT
+from support.waits import wait_for  # noqa: F401  (the mirror tests take it from here)
 
 
 # a SIGKILLed mirror's group member is gone after one second, not the default ten
@@ -71,15 +72,6 @@ def high_watermark(broker, topic: str, partition: int) -> int:
         return broker.topics.log(topic, partition).high_watermark
     except UnknownTopicOrPartitionError:
         return 0
-
-
-def wait_for(condition, timeout: float, what: str, on_timeout=lambda: "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)  # poll interval
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{on_timeout()}")
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", timeout: float = 30) -> dict:

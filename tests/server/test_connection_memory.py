@@ -16,6 +16,8 @@ import pytest
 from fastkafka.server import socket_server
 from fastkafka.server.socket_server import SocketServer
 
+from support.waits import wait_for
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -56,13 +58,6 @@ def open_connections(server, n):
     for i, c in enumerate(socks):
         assert echo(c, b"hello %d" % i) == b"hello %d" % i
     return socks
-
-
-def wait_for(cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)  # poll interval
 
 
 def test_tables_shrink_after_a_wave_and_the_connections_left_keep_working(wave):

@@ -12,20 +12,13 @@ from fastkafka.log import Log
 from fastkafka.records import build_batch, iter_batches
 from fastkafka.server.replica_fetcher import ReplicaFetcher
 
+from support.waits import wait_for
+
 
 def batch(n: int, base: int = 0, epoch: int = -1) -> bytearray:
     now = int(time.time() * 1000)           # recent: time retention keeps them
     return bytearray(build_batch([(b"k", b"v%d" % i, [], now + i) for i in range(n)],
                                  base_offset=base, partition_leader_epoch=epoch))
-
-
-def wait_until(predicate, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)  # poll interval
-    raise AssertionError("timed out")
 
 
 @contextlib.contextmanager
@@ -59,7 +52,7 @@ def test_a_copy_behind_the_leaders_log_start_starts_over_there(broker, tmp_path)
     copy = Log(str(tmp_path / "copy" / "orders-0"), LogConfig())
     copy.append_as_follower(batch(3, 0, 0) + batch(3, 3, 0))   # what it copied before it went away
     with following(broker, copy):
-        wait_until(lambda: copy.log_end_offset == 30)
+        wait_for(lambda: copy.log_end_offset == 30)
     assert copy.log_start_offset == leader.log_start_offset == 16
     assert copy.segments[0].base_offset == 15      # the batch holding the log start, whole
     assert batches_from(copy, 16) == batches_from(leader, 16)
@@ -75,9 +68,9 @@ def test_a_copy_past_the_leaders_end_truncates_to_it(broker, tmp_path):
     copy.append_as_follower(leader.read(0, 1 << 20).read_bytes())
     copy.append_as_follower(batch(4, 6, 0))        # a tail the leader never had (unclean election)
     with following(broker, copy):
-        wait_until(lambda: copy.log_end_offset == 6)
+        wait_for(lambda: copy.log_end_offset == 6)
         leader.append(batch(1))
-        wait_until(lambda: copy.log_end_offset == 7)
+        wait_for(lambda: copy.log_end_offset == 7)
     assert batches_from(copy, 0) == batches_from(leader, 0)
 
 
@@ -88,10 +81,10 @@ def test_the_copy_follows_the_leaders_log_start(broker, tmp_path):
     with following(broker, copy):
         for _ in range(8):
             leader.append(batch(2))
-        wait_until(lambda: copy.log_end_offset == 16)
+        wait_for(lambda: copy.log_end_offset == 16)
         assert len(copy.segments) > 3 and copy.log_start_offset == 0
         leader.delete_records(9)
-        wait_until(lambda: copy.log_start_offset == 9)   # from the next fetch's answer
+        wait_for(lambda: copy.log_start_offset == 9)   # from the next fetch's answer
     assert copy.segments[0].base_offset == leader.segments[0].base_offset
     assert [s.base_offset for s in copy.segments] == [s.base_offset for s in leader.segments]
     assert batches_from(copy, 9) == batches_from(leader, 9)

@@ -22,6 +22,7 @@ from fastkafka import protocol as P
 from fastkafka.cluster import znodes
 from fastkafka.protocol import ApiKey
 
+from support.waits import wait_for
 from support.zk import StartStop, free_port
 
 
@@ -29,15 +30,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SESSION_MS = 2000   # the ensemble's tickTime 200 allows 400..4000 ms
 LONG_SESSION_MS = 4000     # the most the tests' ensemble allows (tickTime 200)
 
-
-def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)  # poll interval
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 def raw_call(port: int, key: int, version: int, body, host: str = "127.0.0.1"):
