@@ -16,9 +16,13 @@ Every key starts with an int16 version that says what kind of record it is::
                             | members [member_id string | group_instance_id string? (v3+)
                               | client_id string | client_host string | rebalance_timeout int32 (v1+)
                               | session_timeout int32 | subscription bytes | assignment bytes]
+    OffsetCommitValue v4, GroupMetadataValue v4: v3's fields, flexible (Kafka 4 writes them)
 
-Strings are int16-length UTF-8 (-1 for null), bytes int32-length. A null value is a tombstone:
-the compacted topic drops the key (an expired offset, a deleted group).
+Strings are int16-length UTF-8 (-1 for null), bytes int32-length; in the flexible v4, compact
+(unsigned varint length + 1) and a tagged-fields section ends each struct. A null value is a
+tombstone: the compacted topic drops the key (an expired offset, a deleted group). The structs
+are declared in the messages' notation (:mod:`fastkafka.protocol.schema`), field for field as
+Kafka's JSON; we write v1/v3 values, which every Kafka since 2.x reads.
 
 Example::
 
@@ -37,13 +41,16 @@ import struct
 from typing import NamedTuple
 
 from .. import errors
+from ..protocol.codec import decode_struct, encode_struct
+from ..protocol.schema import parse_struct
+from ..protocol.types import ProtocolError
 from .consumer_group_formats import KINDS as CONSUMER_GROUP_KINDS, ConsumerGroupKey, decode_consumer_group_key
 
 __all__ = ["OffsetKey", "GroupKey", "OffsetAndMetadata", "GroupRecord", "MemberRecord",
            "java_string_hashcode", "partition_for", "offset_key", "group_key", "decode_key",
            "offset_value", "decode_offset_value", "group_value", "decode_group_value"]
 
-_I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+_I16 = struct.Struct(">h")
 
 OFFSET_KEY_VERSION = 1          # v0 and v1 share a layout; Kafka writes 1
 GROUP_KEY_VERSION = 2
@@ -107,91 +114,89 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return (java_string_hashcode(group_id) & 0x7FFFFFFF) % num_partitions
 
 
-# --- primitive writers/readers ---
+# --- the structs, field for field as Kafka's JSON (group-coordinator's OffsetCommitKey.json etc.) ---
 
-def write_string(out: bytearray, s: str | None) -> None:
-    if s is None:
-        out += _I16.pack(-1)
-        return
-    b = s.encode()
-    out += _I16.pack(len(b))
-    out += b
+_OFFSET_KEY = parse_struct("OffsetCommitKey", """
+    group                    string  v0-1
+    topic                    string  v0-1
+    partition                int32   v0-1
+""")
+_GROUP_KEY = parse_struct("GroupMetadataKey", """
+    group                    string  v2
+""")
+_OFFSET_VALUE = parse_struct("OffsetCommitValue", """
+    offset                   int64
+    leader_epoch             int32   v3+  =-1
+    metadata                 string
+    commit_timestamp         int64
+    expire_timestamp         int64   v1   =-1
+""")
+_GROUP_VALUE = parse_struct("GroupMetadataValue", """
+    protocol_type            string
+    generation               int32
+    protocol                 string  null
+    leader                   string  null
+    current_state_timestamp  int64   v2+  =-1
+    members                  []
+      member_id              string
+      group_instance_id      string  v3+  null3+  =null
+      client_id              string
+      client_host            string
+      rebalance_timeout      int32   v1+  =-1
+      session_timeout        int32
+      subscription           bytes
+      assignment             bytes
+""")
+_OffsetKey, _OffsetValue = _OFFSET_KEY.cls, _OFFSET_VALUE.cls
+_OFFSET_KEY_PREFIX, _V1, _V3 = _I16.pack(OFFSET_KEY_VERSION), _I16.pack(1), _I16.pack(3)
+# Both values' v4 is flexible (compact strings and arrays, tagged fields): Kafka 4's writes. We
+# read it and keep writing v3/v1, which every Kafka since 2.x reads.
+_MAX_VALUE_VERSION = 4
+_FIRST_FLEXIBLE_VALUE = 4
 
 
-def _w_bytes(out: bytearray, b: bytes | None) -> None:
-    if b is None:
-        out += _I32.pack(-1)
-        return
-    out += _I32.pack(len(b))
-    out += b
+def _version(buf, what: str, highest: int) -> int:
+    if len(buf) < 2:
+        raise errors.CorruptRecordError(f"{what}: no version")
+    version = _I16.unpack_from(buf, 0)[0]
+    if not 0 <= version <= highest:
+        raise errors.CorruptRecordError(f"unknown {what} version {version}")
+    return version
 
 
-class RecordReader:
-    """Bounds-checked cursor over a record of an internal topic (``__consumer_offsets``,
-    ``__transaction_state``); any overrun is a CorruptRecordError (the record is skipped on load)."""
-
-    __slots__ = ("buf", "pos")
-
-    def __init__(self, buf):
-        self.buf = bytes(buf)
-        self.pos = 0
-
-    def _take(self, n: int) -> bytes:
-        end = self.pos + n
-        if n < 0 or end > len(self.buf):
-            raise errors.CorruptRecordError(f"internal-topic record truncated at {self.pos}")
-        b = self.buf[self.pos:end]
-        self.pos = end
-        return b
-
-    def i8(self) -> int:
-        return struct.unpack(">b", self._take(1))[0]
-
-    def i16(self) -> int:
-        return _I16.unpack(self._take(2))[0]
-
-    def i32(self) -> int:
-        return _I32.unpack(self._take(4))[0]
-
-    def i64(self) -> int:
-        return _I64.unpack(self._take(8))[0]
-
-    def str(self) -> str | None:
-        n = self.i16()
-        return None if n < 0 else self._take(n).decode("utf-8", "replace")
-
-    def bytes(self) -> bytes | None:
-        n = self.i32()
-        return None if n < 0 else self._take(n)
+def _decode(s, version: int, buf):
+    """The struct after the version; a truncated or malformed one is a CorruptRecordError (the
+    loader skips it)."""
+    try:
+        return decode_struct(s, version, buf, 2, flexible=version >= _FIRST_FLEXIBLE_VALUE)[0]
+    except ProtocolError as e:
+        raise errors.CorruptRecordError(str(e)) from None
 
 
 # --- keys ---
 
 def offset_key(group: str, topic: str, partition: int) -> bytes:
-    out = bytearray(_I16.pack(OFFSET_KEY_VERSION))
-    write_string(out, group)
-    write_string(out, topic)
-    out += _I32.pack(partition)
-    return bytes(out)
+    return _OFFSET_KEY_PREFIX + encode_struct(_OFFSET_KEY, OFFSET_KEY_VERSION,
+                                              _OffsetKey(group=group, topic=topic, partition=partition))
 
 
 def group_key(group: str) -> bytes:
-    out = bytearray(_I16.pack(GROUP_KEY_VERSION))
-    write_string(out, group)
-    return bytes(out)
+    return _I16.pack(GROUP_KEY_VERSION) + encode_struct(_GROUP_KEY, GROUP_KEY_VERSION, {"group": group})
 
 
 def decode_key(buf) -> OffsetKey | GroupKey | ConsumerGroupKey | None:
     """The key of a ``__consumer_offsets`` record; None for kinds we do not know (newer Kafka's:
     share groups, streams groups)."""
-    r = RecordReader(buf)
-    version = r.i16()
+    if len(buf) < 2:
+        raise errors.CorruptRecordError("__consumer_offsets key without a version")
+    version = _I16.unpack_from(buf, 0)[0]
     if version in (0, 1):
-        return OffsetKey(r.str() or "", r.str() or "", r.i32())
+        k = _decode(_OFFSET_KEY, version, buf)
+        return OffsetKey(k.group, k.topic, k.partition)
     if version == 2:
-        return GroupKey(r.str() or "")
+        return GroupKey(_decode(_GROUP_KEY, version, buf).group)
     if version in CONSUMER_GROUP_KINDS:
-        return decode_consumer_group_key(r.buf)
+        return decode_consumer_group_key(buf)
     return None
 
 
@@ -199,81 +204,40 @@ def decode_key(buf) -> OffsetKey | GroupKey | ConsumerGroupKey | None:
 
 def offset_value(om: OffsetAndMetadata) -> bytes:
     """v1 when the commit carried an explicit retention (only v1 has an expire timestamp), else v3."""
-    if om.expire_timestamp is not None:
-        out = bytearray(_I16.pack(1))
-        out += _I64.pack(om.offset)
-        write_string(out, om.metadata)
-        out += _I64.pack(om.commit_timestamp)
-        out += _I64.pack(om.expire_timestamp)
-        return bytes(out)
-    out = bytearray(_I16.pack(3))
-    out += _I64.pack(om.offset)
-    out += _I32.pack(om.leader_epoch)
-    write_string(out, om.metadata)
-    out += _I64.pack(om.commit_timestamp)
-    return bytes(out)
+    # the struct's own class, not a dict: this runs on every commit, and a dict is coerced
+    if om.expire_timestamp is None:
+        return _V3 + encode_struct(_OFFSET_VALUE, 3, _OffsetValue(
+            offset=om.offset, leader_epoch=om.leader_epoch, metadata=om.metadata,
+            commit_timestamp=om.commit_timestamp))
+    return _V1 + encode_struct(_OFFSET_VALUE, 1, _OffsetValue(
+        offset=om.offset, metadata=om.metadata, commit_timestamp=om.commit_timestamp,
+        expire_timestamp=om.expire_timestamp))
 
 
 def decode_offset_value(buf) -> OffsetAndMetadata:
-    r = RecordReader(buf)
-    version = r.i16()
-    if not 0 <= version <= 4:
-        raise errors.CorruptRecordError(f"unknown offset commit value version {version}")
-    offset = r.i64()
-    leader_epoch = r.i32() if version >= 3 else -1
-    metadata = r.str() or ""
-    commit_ts = r.i64()
-    expire_ts = r.i64() if version == 1 else None
-    if expire_ts is not None and expire_ts < 0:
-        expire_ts = None
-    return OffsetAndMetadata(offset, metadata, commit_ts, expire_ts, leader_epoch)
+    version = _version(buf, "offset commit value", _MAX_VALUE_VERSION)
+    v = _decode(_OFFSET_VALUE, version, buf)
+    expire = v.expire_timestamp if version == 1 and v.expire_timestamp >= 0 else None
+    return OffsetAndMetadata(v.offset, v.metadata, v.commit_timestamp, expire, v.leader_epoch)
 
 
 # --- group metadata values ---
 
 def group_value(g: GroupRecord, version: int = GROUP_VALUE_VERSION) -> bytes:
-    out = bytearray(_I16.pack(version))
-    write_string(out, g.protocol_type)
-    out += _I32.pack(g.generation_id)
-    write_string(out, g.protocol_name)
-    write_string(out, g.leader_id)
-    if version >= 2:
-        out += _I64.pack(g.current_state_timestamp)
-    out += _I32.pack(len(g.members))
-    for m in g.members:
-        write_string(out, m.member_id)
-        if version >= 3:
-            write_string(out, m.group_instance_id)
-        write_string(out, m.client_id)
-        write_string(out, m.client_host)
-        if version >= 1:
-            out += _I32.pack(m.rebalance_timeout_ms)
-        out += _I32.pack(m.session_timeout_ms)
-        _w_bytes(out, m.subscription)
-        _w_bytes(out, m.assignment)
-    return bytes(out)
+    members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id, "client_host": m.client_host,
+                "rebalance_timeout": m.rebalance_timeout_ms, "session_timeout": m.session_timeout_ms,
+                "subscription": m.subscription, "assignment": m.assignment} for m in g.members]
+    return _I16.pack(version) + encode_struct(_GROUP_VALUE, version, {
+        "protocol_type": g.protocol_type, "generation": g.generation_id, "protocol": g.protocol_name,
+        "leader": g.leader_id, "current_state_timestamp": g.current_state_timestamp, "members": members},
+        flexible=version >= _FIRST_FLEXIBLE_VALUE)
 
 
 def decode_group_value(buf) -> GroupRecord:
-    r = RecordReader(buf)
-    version = r.i16()
-    if not 0 <= version <= 3:
-        raise errors.CorruptRecordError(f"unknown group metadata value version {version}")
-    protocol_type = r.str() or ""
-    generation = r.i32()
-    protocol = r.str()
-    leader = r.str()
-    state_ts = r.i64() if version >= 2 else -1
-    members = []
-    for _ in range(r.i32()):
-        member_id = r.str() or ""
-        instance = r.str() if version >= 3 else None
-        client_id = r.str() or ""
-        client_host = r.str() or ""
-        rebalance = r.i32() if version >= 1 else -1
-        session = r.i32()
-        subscription = r.bytes() or b""
-        assignment = r.bytes() or b""
-        members.append(MemberRecord(member_id, instance, client_id, client_host,
-                                    rebalance, session, subscription, assignment))
-    return GroupRecord(protocol_type, generation, protocol, leader, state_ts, members)
+    version = _version(buf, "group metadata value", _MAX_VALUE_VERSION)
+    v = _decode(_GROUP_VALUE, version, buf)
+    members = [MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                            m.rebalance_timeout, m.session_timeout, m.subscription, m.assignment)
+               for m in v.members]
+    return GroupRecord(v.protocol_type, v.generation, v.protocol, v.leader, v.current_state_timestamp, members)

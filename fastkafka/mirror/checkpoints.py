@@ -76,9 +76,9 @@ from typing import NamedTuple
 from fastkafka import errors
 from fastkafka.client import AdminClient, ClientConfig, Producer, ProducerData
 from fastkafka.client.admin import partitions_by_topic
-from fastkafka.coordinator.formats import RecordReader
+from fastkafka.protocol.schema import parse_struct
 
-from .internal import TopicReader, with_string
+from .internal import TopicReader, decode_record, encode_record
 from .naming import TopicSelector, checkpoints_topic, offset_syncs_topic
 from .syncs import SyncStore, read_syncs
 
@@ -88,7 +88,19 @@ __all__ = ["Checkpoint", "Checkpointer", "translate_offsets", "apply_offsets", "
 log = logging.getLogger("fastkafka.mirror")
 EMIT_CHECKPOINTS_INTERVAL_S = 60.0       # MM2's emit.checkpoints.interval.seconds default
 SYNC_GROUP_OFFSETS_INTERVAL_S = 60.0     # MM2's sync.group.offsets.interval.seconds default
-_I16, _I32, _VALUE = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">qq")
+_I16 = struct.Struct(">h")
+# MM2's Checkpoint KEY_SCHEMA, and VALUE_SCHEMA_V0 after its HEADER_SCHEMA (an int16 version)
+_KEY = parse_struct("CheckpointKey", """
+    group                    string
+    topic                    string
+    partition                int32
+""")
+_VALUE_VERSION = 0
+_VALUE = parse_struct("CheckpointValue", """
+    upstream_offset          int64
+    offset                   int64     # the downstream one
+    metadata                 string
+""")
 _INACTIVE = ("Empty", "Dead")            # group states without members (Kafka's reset rule)
 
 
@@ -103,19 +115,21 @@ class Checkpoint(NamedTuple):
     metadata: str = ""
 
     def key(self) -> bytes:
-        return with_string(self.group) + with_string(self.topic) + _I32.pack(self.partition)
+        return encode_record(_KEY, {"group": self.group, "topic": self.topic, "partition": self.partition})
 
     def value(self) -> bytes:
-        return _I16.pack(0) + _VALUE.pack(self.upstream, self.downstream) + with_string(self.metadata)
+        return _I16.pack(_VALUE_VERSION) + encode_record(_VALUE, {
+            "upstream_offset": self.upstream, "offset": self.downstream, "metadata": self.metadata})
 
     @classmethod
     def decode(cls, key: bytes, value: bytes) -> "Checkpoint":
-        k, v = RecordReader(key), RecordReader(value)
-        group, topic, partition = k.str(), k.str(), k.i32()
-        version = v.i16()
-        if version != 0:
+        """Raises CorruptRecordError for a malformed key or value, or another version than 0."""
+        k = decode_record(_KEY, key)
+        version = _I16.unpack_from(value, 0)[0] if len(value) >= 2 else None
+        if version != _VALUE_VERSION:
             raise errors.CorruptRecordError(f"checkpoint version {version} is not known")
-        return cls(group, topic, partition, v.i64(), v.i64(), v.str())
+        v = decode_record(_VALUE, value, 2)
+        return cls(k.group, k.topic, k.partition, v.upstream_offset, v.offset, v.metadata)
 
 
 def read_checkpoints(reader: TopicReader, into: dict | None = None) -> dict[tuple[str, str, int], Checkpoint]:

@@ -8,14 +8,16 @@ per source partition, or per group and partition: only the latest record of each
 records in MM2's binary layout -- Kafka's protocol types, big-endian: STRING is an INT16 length
 and UTF-8 bytes -- so Kafka's own tools (``RemoteClusterUtils.translateOffsets``, the
 ``OffsetSyncFormatter`` and ``CheckpointFormatter`` of ``kafka-console-consumer``) read ours.
-The primitives are those of Kafka's other internal topics (:mod:`fastkafka.coordinator.formats`).
+Their keys and values are declared in the messages' notation (:mod:`fastkafka.protocol.schema`),
+like Kafka's other internal topics' (:mod:`fastkafka.coordinator.formats`), in the modules that use them.
 
 Example::
 
-    >>> from fastkafka.coordinator.formats import RecordReader
-    >>> r = RecordReader(with_string("orders") + bytes([0, 0, 0, 2]))
-    >>> r.str(), r.i32()
-    ('orders', 2)
+    >>> from fastkafka.protocol.schema import parse_struct
+    >>> key = parse_struct("OffsetSyncKey", "topic string\\npartition int32")
+    >>> b = encode_record(key, {"topic": "orders", "partition": 2})
+    >>> b.hex(), decode_record(key, b).topic
+    ('00066f726465727300000002', 'orders')
 """
 from __future__ import annotations
 
@@ -25,19 +27,28 @@ import time
 from fastkafka import errors
 from fastkafka.client import AdminClient, ClientConfig
 from fastkafka.client.fetcher import EARLIEST, Fetcher
-from fastkafka.coordinator.formats import write_string
+from fastkafka.protocol.codec import decode_struct, encode_struct
+from fastkafka.protocol.schema import Struct
+from fastkafka.protocol.types import ProtocolError
 
-__all__ = ["with_string", "ensure_topic", "TopicReader", "INTERNAL_CONFIGS"]
+__all__ = ["encode_record", "decode_record", "ensure_topic", "TopicReader", "INTERNAL_CONFIGS"]
 
 log = logging.getLogger("fastkafka.mirror")
 INTERNAL_CONFIGS = {"cleanup.policy": "compact"}
 
 
-def with_string(s: str) -> bytes:
-    """Kafka's STRING (INT16 length, UTF-8 bytes), as bytes to join with others."""
-    out = bytearray()
-    write_string(out, s)
-    return bytes(out)
+def encode_record(s: Struct, obj) -> bytes:
+    """The bytes of ``obj`` (a dict or an object with the fields' names) in MM2's fixed layout ``s``."""
+    return encode_struct(s, 0, obj)
+
+
+def decode_record(s: Struct, buf, pos: int = 0):
+    """The object of layout ``s`` at ``pos`` of ``buf``; a truncated or malformed one raises
+    CorruptRecordError (the readers skip it)."""
+    try:
+        return decode_struct(s, 0, buf, pos)[0]
+    except ProtocolError as e:
+        raise errors.CorruptRecordError(str(e)) from None
 
 
 def _exists(admin: AdminClient, name: str) -> bool:

@@ -49,23 +49,29 @@ from __future__ import annotations
 import bisect
 import logging
 import queue
-import struct
 import threading
 import time
 from typing import NamedTuple
 
 from fastkafka import errors
 from fastkafka.client import Producer, ProducerData
-from fastkafka.coordinator.formats import RecordReader
+from fastkafka.protocol.schema import parse_struct
 
-from .internal import TopicReader, with_string
+from .internal import TopicReader, decode_record, encode_record
 
 __all__ = ["OffsetSync", "SyncTracker", "SyncWriter", "SyncStore", "read_syncs", "OFFSET_LAG_MAX"]
 
 log = logging.getLogger("fastkafka.mirror")
 OFFSET_LAG_MAX = 100                 # MM2's offset.lag.max default
-_I32 = struct.Struct(">i")
-_VALUE = struct.Struct(">qq")
+# MM2's OffsetSync KEY_SCHEMA and VALUE_SCHEMA (no version: the layout never changed)
+_KEY = parse_struct("OffsetSyncKey", """
+    topic                    string
+    partition                int32
+""")
+_VALUE = parse_struct("OffsetSyncValue", """
+    upstream_offset          int64
+    offset                   int64     # the downstream one
+""")
 
 
 class OffsetSync(NamedTuple):
@@ -76,15 +82,16 @@ class OffsetSync(NamedTuple):
     downstream: int
 
     def key(self) -> bytes:
-        return with_string(self.topic) + _I32.pack(self.partition)
+        return encode_record(_KEY, {"topic": self.topic, "partition": self.partition})
 
     def value(self) -> bytes:
-        return _VALUE.pack(self.upstream, self.downstream)
+        return encode_record(_VALUE, {"upstream_offset": self.upstream, "offset": self.downstream})
 
     @classmethod
     def decode(cls, key: bytes, value: bytes) -> "OffsetSync":
-        k, v = RecordReader(key), RecordReader(value)
-        return cls(k.str(), k.i32(), v.i64(), v.i64())
+        """Raises CorruptRecordError for a malformed key or value."""
+        k, v = decode_record(_KEY, key), decode_record(_VALUE, value)
+        return cls(k.topic, k.partition, v.upstream_offset, v.offset)
 
 
 class SyncWriter:
