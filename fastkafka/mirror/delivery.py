@@ -174,12 +174,12 @@ class ExactlyOnce:
     commits_when_caught_up = True       # copies stay invisible to read_committed readers until then
 
     def __init__(self, member: GroupMember, target: dict, group: str, target_topic: Callable[[str], str],
-                 source: GroupMember, syncs: SyncTracker | None = None):
+                 source: AdminClient, syncs: SyncTracker | None = None):
         self.member = member        # the mirror's group on the *target* coordinator (see the notes)
         self.target = target
         self.syncs = syncs
         self.admin = AdminClient(target)     # the target group's offsets (this thread's own)
-        self.source = source    # the source group, never joined: offsets outside any generation
+        self.source = source                 # the source group's offsets (fallback, lag tools)
         self.group = group
         self.target_topic = target_topic
         self.producer: Producer | None = None
@@ -203,7 +203,7 @@ class ExactlyOnce:
         stored = self._stable_offsets(sorted(keys.values())) if keys else {}
         on_target = {tp: stored[key] for tp, key in keys.items() if key in stored}
         missing = [tp for tp in tps if tp not in on_target]
-        on_source = self.source.committed(missing) if missing else {}
+        on_source = self.source.committed_offsets(self.group, partitions_by_topic(missing)) if missing else {}
         self.committed = {**on_source, **on_target}
         self.source_committed = dict(on_source)
         return dict(self.committed)
@@ -267,7 +267,7 @@ class ExactlyOnce:
         if not todo:
             return
         try:
-            self.source.commit(todo)        # (its coordinator's connection is kept: one round trip)
+            self.source.commit_offsets(self.group, todo)
             self.source_committed.update(todo)
         except errors.KafkaError as e:
             log.debug("informational source commit failed: %s", e)
@@ -301,6 +301,7 @@ class ExactlyOnce:
     def close(self) -> None:
         self.abandon()
         self.admin.close()
+        self.source.close()
 
     def _close_producer(self) -> None:
         if self.producer is not None:

@@ -31,6 +31,7 @@ import threading
 import time
 
 from fastkafka import errors
+from fastkafka.client import AdminClient
 from fastkafka.client.fetcher import EARLIEST, LATEST, Fetcher
 from fastkafka.client.group_member import GroupMember
 from fastkafka.client.metadata import Cluster
@@ -78,8 +79,7 @@ class Stream(threading.Thread):
             self.member_cluster = Cluster({**context.target_props, **{k: c[k] for k in _MEMBERSHIP}})
             self.member = GroupMember(self.member_cluster, context.group, metadata=self.cluster, slots=True)
             self.delivery = ExactlyOnce(self.member, context.target_props, context.group,
-                                        context.selector.target_topic,
-                                        GroupMember(self.cluster, context.group), syncs)
+                                        context.selector.target_topic, AdminClient(c), syncs)
         else:
             self.member_cluster = self.cluster
             self.member = GroupMember(self.cluster, context.group)

@@ -36,7 +36,7 @@ def stream(a, b) -> tuple[ExactlyOnce, list]:
     clusters = [Cluster({"bootstrap.servers": b.bootstrap, **MEMBERSHIP}), Cluster({"bootstrap.servers": a.bootstrap})]
     member = GroupMember(clusters[0], GROUP, metadata=clusters[1], slots=True)
     delivery = ExactlyOnce(member, {"bootstrap.servers": b.bootstrap}, GROUP, lambda t: t,
-                           GroupMember(clusters[1], GROUP))
+                           AdminClient({"bootstrap.servers": a.bootstrap}))
     return delivery, clusters
 
 
