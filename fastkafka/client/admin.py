@@ -489,14 +489,11 @@ class AdminClient(TransactionAdmin):
         errors.raise_for(g.error_code, f"describe group {group!r}")
         return g
 
-    def committed_offsets(self, group: str, topics: dict[str, list[int]] | None = None,
-                          require_stable: bool = False) -> dict[tuple[str, int], int]:
-        """``{(topic, partition): committed offset}`` of ``group`` (None: every topic). With
-        ``require_stable`` (KIP-447) a partition whose offset an open transaction may still
-        replace raises :class:`~fastkafka.errors.UnstableOffsetCommitError` (retriable)."""
+    def committed_offsets(self, group: str, topics: dict[str, list[int]] | None = None
+                          ) -> dict[tuple[str, int], int]:
+        """``{(topic, partition): committed offset}`` of ``group`` (None: every topic)."""
         conn = self.coordinator(group)
-        resp = conn.request(ApiKey.OFFSET_FETCH, {"group_id": group, "require_stable": require_stable,
-                            "topics": None if topics is None
+        resp = conn.request(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": None if topics is None
                             else [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]})
         errors.raise_for(getattr(resp, "error_code", 0), f"fetch offsets of group {group!r}")
         out = {}

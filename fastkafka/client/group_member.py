@@ -22,21 +22,18 @@ Example::
 """
 from __future__ import annotations
 
-import struct
 import threading
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
-from fastkafka.protocol.consumer_protocol import (decode_assignment, decode_subscription, encode_assignment,
-                                                  encode_subscription, read_assignment, read_subscription)
+from fastkafka.protocol.consumer_protocol import (decode_assignment, decode_subscription,
+                                                  encode_assignment, encode_subscription)
 
 from .metadata import Cluster
 
-_SLOT = struct.Struct(">i")
-
-__all__ = ["GroupMember", "ConsumerGroupMetadata", "encode_subscription", "decode_subscription", "encode_assignment",
-           "decode_assignment", "range_assign", "number_slots"]
+__all__ = ["GroupMember", "encode_subscription", "decode_subscription", "encode_assignment",
+           "decode_assignment", "range_assign"]
 
 _REJOIN_CODES = frozenset(e.code for e in (errors.RebalanceInProgressError,
                                             errors.IllegalGenerationError,
@@ -66,35 +63,6 @@ def range_assign(subscriptions: dict[str, list[str]], partitions: dict[str, list
     return out
 
 
-def number_slots(previous: dict[str, int]) -> dict[str, int]:
-    """Each member's slot: a number unique in the generation, its previous one (-1: none) when
-    no other member claims it, else the smallest free -- so a restarted group reuses the
-    numbers its killed incarnation had.
-
-    >>> number_slots({"m1": 1, "m2": -1, "m3": 1})
-    {'m1': 1, 'm2': 0, 'm3': 2}
-    """
-    slots: dict[str, int] = {}
-    taken: set[int] = set()
-    for m in sorted(previous):
-        if previous[m] >= 0 and previous[m] not in taken:
-            slots[m] = previous[m]
-            taken.add(previous[m])
-    free = (n for n in range(len(previous) + len(taken)) if n not in taken)
-    for m in sorted(previous):
-        if m not in slots:
-            slots[m] = next(free)
-    return slots
-
-
-class ConsumerGroupMetadata(NamedTuple):
-    """Who commits, for a transaction's offsets (KIP-447): what the group coordinator checks."""
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None = None
-
-
 class GroupMember:
     """One member of ``group_id``; :meth:`join` returns this member's partitions.
 
@@ -102,19 +70,10 @@ class GroupMember:
     (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID): whoever holds this
     member's partitions must let go of them and :meth:`join` again. :meth:`heartbeat` says
     the same by returning False.
-
-    With ``slots`` the leader numbers the members (:func:`number_slots`, carried in the
-    subscriptions' and assignments' user data): ``slot`` after :meth:`join` is this member's,
-    unique in the generation -- what an exactly-once mirror stream names its transactional id
-    after. ``metadata``: the cluster whose partition counts the leader assigns (default
-    ``cluster``; a mirror's group runs on the target and assigns the source's partitions).
     """
 
-    def __init__(self, cluster: Cluster, group_id: str, metadata: Cluster | None = None, slots: bool = False):
+    def __init__(self, cluster: Cluster, group_id: str):
         self.cluster = cluster
-        self.metadata = metadata or cluster     # the leader's partition counts (a mirror: the source's)
-        self.slots = slots      # members numbered by the leader (:func:`number_slots`), in the user data
-        self.slot = -1
         self.group_id = group_id
         c = cluster.config
         self.session_timeout_ms = c["session.timeout.ms"]
@@ -159,8 +118,7 @@ class GroupMember:
                     "group_id": self.group_id, "session_timeout_ms": self.session_timeout_ms,
                     "rebalance_timeout_ms": self.rebalance_timeout_ms, "member_id": self.member_id,
                     "group_instance_id": None, "protocol_type": "consumer",
-                    "protocols": [{"name": "range", "metadata": encode_subscription(
-                        topics, _SLOT.pack(self.slot) if self.slots else None)}]})
+                    "protocols": [{"name": "range", "metadata": encode_subscription(topics)}]})
                 if resp.error_code == errors.MemberIdRequiredError.code:
                     self.member_id = resp.member_id      # KIP-394: join again with this id
                     continue
@@ -171,19 +129,16 @@ class GroupMember:
                 self.member_id, self.generation = resp.member_id, resp.generation_id
                 assignments = []
                 if resp.leader == resp.member_id:
-                    read = {m.member_id: read_subscription(m.metadata) for m in resp.members}
-                    subs = {m: sorted(r.topics) for m, r in read.items()}
+                    subs = {m.member_id: decode_subscription(m.metadata) for m in resp.members}
                     wanted = sorted({t for ts in subs.values() for t in ts})
                     parts = {}
                     for t in wanted:
                         try:
-                            parts[t] = self.metadata.partitions_for(t)
+                            parts[t] = self.cluster.partitions_for(t)
                         except errors.KafkaError:
                             continue   # a subscribed topic that does not exist (yet)
-                    slots = number_slots({m: _slot(r.user_data) for m, r in read.items()})
-                    assignments = [{"member_id": m, "assignment": encode_assignment(
-                        a, user_data=_SLOT.pack(slots[m]) if self.slots else None)}
-                        for m, a in range_assign(subs, parts).items()]
+                    assignments = [{"member_id": m, "assignment": encode_assignment(a)}
+                                   for m, a in range_assign(subs, parts).items()]
                 sync = self._request(ApiKey.SYNC_GROUP, {
                     "group_id": self.group_id, "generation_id": self.generation,
                     "member_id": self.member_id, "group_instance_id": None,
@@ -192,12 +147,7 @@ class GroupMember:
                     continue
                 self._check(sync.error_code, "sync")
                 self.rejoin_needed = False
-                got = read_assignment(sync.assignment)
-                if got is None:
-                    return set()
-                if self.slots:
-                    self.slot = _slot(got.user_data)
-                return {(t.topic, p) for t in got.assigned_partitions for p in t.partitions}
+                return decode_assignment(sync.assignment)
 
     def _moved_on(self, code: int) -> bool:
         """The group has a generation this member is not (or no longer) part of."""
@@ -207,10 +157,6 @@ class GroupMember:
             self.member_id = ""      # expelled: the next join starts as a new member
         self.rejoin_needed = True
         return True
-
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        """This member as of its last join, for ``Producer.send_offsets_to_transaction``."""
-        return ConsumerGroupMetadata(self.group_id, self.generation, self.member_id)
 
     def heartbeat(self) -> bool:
         """True while the membership holds; False when the member must join again."""
@@ -261,8 +207,3 @@ class GroupMember:
         except errors.KafkaError:
             pass    # the session times out on its own
         self.member_id, self.generation = "", -1
-
-
-def _slot(user_data) -> int:
-    """A slot in a subscription's or assignment's user data (-1: none, or another assignor's)."""
-    return _SLOT.unpack(user_data)[0] if user_data is not None and len(user_data) == 4 else -1

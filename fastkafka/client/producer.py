@@ -300,17 +300,9 @@ class Producer:
         """Start a transaction: sends until commit or abort belong to it."""
         self._txn().begin()
 
-    def send_offsets_to_transaction(self, offsets: dict[tuple[str, int], int], group) -> None:
-        """Commit ``{(topic, partition): next offset}`` with this transaction. ``group``: a
-        group id, or a member's :class:`~fastkafka.client.group_member.ConsumerGroupMetadata`
-        (KIP-447: the group coordinator then refuses the commit once the group has moved on
-        from that member's generation -- a zombie is fenced without a transactional id per
-        partition)."""
-        if isinstance(group, str):
-            self._txn().send_offsets(offsets, group)
-        else:
-            self._txn().send_offsets(offsets, group.group_id, group.member_id, group.generation_id,
-                                     group.group_instance_id)
+    def send_offsets_to_transaction(self, offsets: dict[tuple[str, int], int], group_id: str) -> None:
+        """Commit ``group_id``'s ``{(topic, partition): next offset}`` with this transaction."""
+        self._txn().send_offsets(offsets, group_id)
 
     def commit_transaction(self) -> None:
         """Flush, then commit: read_committed consumers see the transaction's records."""

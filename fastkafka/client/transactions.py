@@ -114,11 +114,8 @@ class TransactionManager:
             code_of=_add_partitions_error)
         self.partitions |= new
 
-    def send_offsets(self, offsets: dict[tuple[str, int], int], group_id: str, member_id: str = "",
-                     generation_id: int = -1, group_instance_id: str | None = None) -> None:
-        """Commit the consumer group's ``offsets`` as part of this transaction. With the
-        member's id and generation (KIP-447, TxnOffsetCommit v3) the group coordinator refuses
-        the commit of a member the group has moved on from: a zombie cannot commit."""
+    def send_offsets(self, offsets: dict[tuple[str, int], int], group_id: str) -> None:
+        """Commit the consumer group's ``offsets`` as part of this transaction."""
         if not self.in_transaction:
             raise errors.InvalidTxnStateError("begin_transaction() first")
         s = self.sender
@@ -131,8 +128,7 @@ class TransactionManager:
             topics.setdefault(t, []).append({"partition_index": p, "committed_offset": off,
                                              "committed_metadata": ""})
         self._call(GROUP_KEY_TYPE, group_id, ApiKey.TXN_OFFSET_COMMIT, {
-            **ident, "group_id": group_id, "member_id": member_id, "generation_id": generation_id,
-            "group_instance_id": group_instance_id,
+            **ident, "group_id": group_id,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]},
             code_of=_txn_offset_commit_error)
 

@@ -2,9 +2,7 @@
 
 ``--num-streams N`` runs N of them in one process, each a thread with its own group membership,
 fetcher (in a :class:`~fastkafka.mirror.prefetch.Prefetcher`), producers and connections --
-the seeds' mirror: consumer streams of one group on the source, producing to the target. With
-exactly-once the group's membership is on the target's coordinator instead (it fences zombie
-streams' transactions by generation; see :mod:`~fastkafka.mirror.delivery`).
+the seeds' mirror: consumer streams of one group on the source, producing to the target.
 
 The stream thread's loop: join the group when the mirror's topics changed (a new matching
 topic, a source topic that grew) or the coordinator asks for a rebalance; heartbeat; take the
@@ -31,7 +29,6 @@ import threading
 import time
 
 from fastkafka import errors
-from fastkafka.client import AdminClient
 from fastkafka.client.fetcher import EARLIEST, LATEST, Fetcher
 from fastkafka.client.group_member import GroupMember
 from fastkafka.client.metadata import Cluster
@@ -50,7 +47,6 @@ _MORE = 3       # polls' results sent together at most, beyond the first
 # A caught-up stream commits at once (see _loop), but at most _CAUGHT_UP_SHARE times per
 # commit_interval_ms: a trickle of records then costs a bounded number of transactions.
 _CAUGHT_UP_SHARE = 10
-_MEMBERSHIP = ("session.timeout.ms", "rebalance.timeout.ms", "heartbeat.interval.ms")   # the source's settings
 
 
 class Stream(threading.Thread):
@@ -70,20 +66,12 @@ class Stream(threading.Thread):
         self._stop_event = threading.Event()
         c = context.source_config
         self.cluster = Cluster(c)
+        self.member = GroupMember(self.cluster, context.group)
         writer = getattr(context, "sync_writer", None)
         syncs = None if writer is None else SyncTracker(writer, context.offset_lag_max)
-        if context.exactly_once:
-            # The group's membership lives where its transactions commit: the target's group
-            # coordinator checks a transaction's offsets against the member's generation
-            # (KIP-447), which it can do only for a group it coordinates.
-            self.member_cluster = Cluster({**context.target_props, **{k: c[k] for k in _MEMBERSHIP}})
-            self.member = GroupMember(self.member_cluster, context.group, metadata=self.cluster, slots=True)
-            self.delivery = ExactlyOnce(self.member, context.target_props, context.group,
-                                        context.selector.target_topic, AdminClient(c), syncs)
-        else:
-            self.member_cluster = self.cluster
-            self.member = GroupMember(self.cluster, context.group)
-            self.delivery = AtLeastOnce(self.member, context.target_props, syncs)
+        self.delivery = (ExactlyOnce(self.member, context.target_props, context.group,
+                                     context.selector.target_topic, syncs)
+                         if context.exactly_once else AtLeastOnce(self.member, context.target_props, syncs))
         self.prefetcher = Prefetcher(Fetcher(Cluster(c), isolation_level=1),
                                      name=f"fastkafka-mirror-{index}-fetch")
         self.default_start = EARLIEST if c["auto.offset.reset"] == "earliest" else LATEST
@@ -214,5 +202,3 @@ class Stream(threading.Thread):
             self.prefetcher.fetcher.close()
             self.prefetcher.fetcher.cluster.close()
             self.cluster.close()
-            if self.member_cluster is not self.cluster:
-                self.member_cluster.close()

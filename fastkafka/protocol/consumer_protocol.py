@@ -22,7 +22,7 @@ from .schema import parse_struct
 from .types import ProtocolError
 
 __all__ = ["SUBSCRIPTION", "ASSIGNMENT", "encode_subscription", "decode_subscription", "read_subscription",
-           "protocol_version", "encode_assignment", "decode_assignment", "read_assignment"]
+           "protocol_version", "encode_assignment", "decode_assignment"]
 
 SUBSCRIPTION = parse_struct("ConsumerProtocolSubscription", """
     topics                   []string
@@ -55,9 +55,9 @@ def _read_versioned(s, max_version: int, buf):
     return decode_struct(s, min(version, max_version), buf, 2)[0]
 
 
-def encode_subscription(topics: Iterable[str], user_data: bytes | None = None) -> bytes:
-    """Version 0 bytes subscribing to ``topics`` (sorted), with the assignor's ``user_data``."""
-    return _VERSION.pack(0) + encode_struct(SUBSCRIPTION, 0, {"topics": sorted(topics), "user_data": user_data})
+def encode_subscription(topics: Iterable[str]) -> bytes:
+    """Version 0 bytes subscribing to ``topics`` (sorted), no user data."""
+    return _VERSION.pack(0) + encode_struct(SUBSCRIPTION, 0, {"topics": sorted(topics)})
 
 
 def decode_subscription(buf) -> list[str]:
@@ -78,17 +78,15 @@ def protocol_version(buf) -> int:
     return _VERSION.unpack_from(buf, 0)[0]
 
 
-def encode_assignment(tps: Iterable[tuple[str, int]], version: int = 0, user_data: bytes | None = None) -> bytes:
-    """Bytes assigning the ``(topic, partition)`` pairs, with the assignor's ``user_data``, in
-    ``version`` (Kafka answers a member in the version of its subscription; every version has
-    the same fields)."""
+def encode_assignment(tps: Iterable[tuple[str, int]], version: int = 0) -> bytes:
+    """Bytes assigning the ``(topic, partition)`` pairs, no user data, in ``version`` (Kafka
+    answers a member in the version of its subscription; every version has the same fields)."""
     by_topic: dict[str, list[int]] = {}
     for t, p in tps:
         by_topic.setdefault(t, []).append(p)
     parts = [{"topic": t, "partitions": sorted(by_topic[t])} for t in sorted(by_topic)]
     version = max(0, min(version, ASSIGNMENT_MAX_VERSION))
-    return _VERSION.pack(version) + encode_struct(ASSIGNMENT, version, {"assigned_partitions": parts,
-                                                                          "user_data": user_data})
+    return _VERSION.pack(version) + encode_struct(ASSIGNMENT, version, {"assigned_partitions": parts})
 
 
 def decode_assignment(buf) -> set[tuple[str, int]]:
@@ -97,8 +95,3 @@ def decode_assignment(buf) -> set[tuple[str, int]]:
         return set()
     a = _read_versioned(ASSIGNMENT, ASSIGNMENT_MAX_VERSION, buf)
     return {(t.topic, p) for t in a.assigned_partitions for p in t.partitions}
-
-
-def read_assignment(buf):
-    """The whole assignment struct (partitions and user data); None for empty bytes."""
-    return _read_versioned(ASSIGNMENT, ASSIGNMENT_MAX_VERSION, buf) if buf else None
