@@ -14,7 +14,9 @@ CORE = os.path.join("fastkafka", "_core")
 # -O3 for the per-byte loops; no -march=native: wheels must run on any x86-64, and the
 # CRC instruction is chosen at import by cpuid (see crc32c.pyx).
 COMPILE_ARGS = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function", "-Wno-unreachable-code"]
-LIBRARIES = {"legacy": ["z"]}  # zlib's crc32 for magic 0/1 messages
+LIBRARIES = {"legacy": ["z"],  # zlib's crc32 for magic 0/1 messages
+             "tls_read": ["ssl", "crypto"]}  # the OpenSSL CPython's ssl runs on (tls_read.pyx)
+OPTIONAL = {"tls_read"}
 
 
 def extensions():
@@ -31,6 +33,8 @@ def extensions():
                 include_dirs=[CORE],
                 extra_compile_args=COMPILE_ARGS,
                 libraries=LIBRARIES.get(name, []),
+                # without OpenSSL's headers the TLS transport reads through Python's ssl instead
+                optional=name in OPTIONAL,
             )
         )
     return exts

@@ -6,8 +6,9 @@ per read. librdkafka writes a record per message value and one per record header
 of 1000-byte values cost four syscalls and a processor-loop trip per KiB (bench/RESULTS.md,
 "TLS over memory BIOs"). Here the connection receives up to 256 KiB of ciphertext in one
 ``recv``, writes it into the incoming BIO, and decrypts record after record in one call until
-the caller's buffer is full or the ciphertext runs out. Writes encrypt into the outgoing BIO and
-leave in one ``send``.
+the caller's buffer is full or the ciphertext runs out: in C where ``_core.tls_read`` can borrow
+the connection's ``SSL`` (one ``SSL_read`` per record, not one Python call), else through
+``SSLObject.read``. Writes encrypt into the outgoing BIO and leave in one ``send``.
 
 Contract, all non-blocking, used only by the processor thread owning the connection:
 
@@ -49,6 +50,11 @@ import selectors
 import socket
 import ssl
 
+try:
+    from fastkafka._core.tls_read import reader_for
+except ImportError:     # built without OpenSSL's headers, or its libssl is not where it was built
+    reader_for = None
+
 __all__ = ["RAW_BYTES", "TlsTransport"]
 
 # Ciphertext received per recv: a few hundred records of a small-record client in one syscall.
@@ -63,13 +69,14 @@ class TlsTransport:
     connection costs OpenSSL's state, not a receive buffer.
     """
 
-    __slots__ = ("sock", "_obj", "_in", "_out", "_unsent", "_raw", "_done", "_ended")
+    __slots__ = ("sock", "_obj", "_in", "_out", "_unsent", "_raw", "_done", "_ended", "_reader")
 
     def __init__(self, sock: socket.socket, context: ssl.SSLContext, raw: memoryview):
         self.sock = sock
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
         self._obj = context.wrap_bio(self._in, self._out, server_side=True)
+        self._reader = reader_for(self._obj, sock.fileno()) if reader_for is not None else None
         self._unsent: memoryview | None = None   # ciphertext the socket has not taken yet
         self._raw = raw
         self._done = False                       # the handshake has completed
@@ -97,6 +104,11 @@ class TlsTransport:
                 except BlockingIOError:
                     return selectors.EVENT_READ
 
+    @property
+    def reads_in_c(self) -> bool:
+        """True when records are decrypted by ``_core.tls_read``'s loop, not ``SSLObject.read``."""
+        return self._reader is not None
+
     def getpeercert(self):
         """The client's certificate as ``ssl.SSLSocket.getpeercert`` gives it (None if it sent none)."""
         return self._obj.getpeercert()
@@ -107,6 +119,17 @@ class TlsTransport:
         needed; 0 at end of stream; BlockingIOError when nothing could be decrypted."""
         if self._ended:
             return 0
+        reader = self._reader
+        if reader is not None:
+            got = reader.read_into(buf, nbytes, self._raw)
+            self._ended = reader.ended
+        else:
+            got = self._read_through_python(buf, nbytes)
+        if self._out.pending:   # a read may answer (TLS 1.3 KeyUpdate): sent with the next write
+            self._unsent = self._pending_ciphertext()
+        return got
+
+    def _read_through_python(self, buf, nbytes: int) -> int:
         view = memoryview(buf)
         want = nbytes or len(view)
         read = self._obj.read
@@ -131,8 +154,6 @@ class TlsTransport:
                 self._ended = True
                 break
             got += n
-        if self._out.pending:   # a read may answer (TLS 1.3 KeyUpdate): sent with the next write
-            self._unsent = self._pending_ciphertext()
         return got
 
     def buffered(self) -> bool:

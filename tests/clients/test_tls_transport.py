@@ -18,6 +18,7 @@ import pytest
 from fastkafka import protocol as P
 from fastkafka import records
 from fastkafka.protocol import ApiKey
+from fastkafka.server import tls_transport
 from fastkafka.server.tls_transport import RAW_BYTES, TlsTransport
 
 from support.certs import make_certs
@@ -124,17 +125,29 @@ class Client:
         raise AssertionError("the peer neither closed nor said close_notify")
 
 
-def transport_pair(server_ctx, certs):
+@pytest.fixture(params=["c", "python"])
+def read_path(request, monkeypatch):
+    """The bare-transport tests run on both ways of reading: the C loop over the borrowed ``SSL``
+    (this machine's CPython must allow it), and ``SSLObject.read`` (where it cannot be borrowed)."""
+    if request.param == "python":
+        monkeypatch.setattr(tls_transport, "reader_for", None)
+    else:
+        assert tls_transport.reader_for is not None, "fastkafka._core.tls_read did not import"
+    return request.param
+
+
+def transport_pair(server_ctx, certs, read_path):
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
     t = TlsTransport(ours, server_ctx, memoryview(bytearray(RAW_BYTES)))
+    assert t.reads_in_c == (read_path == "c")
     c = Client(theirs, certs.ca)
     c.handshake(t)
     return t, c
 
 
-def test_a_record_cut_into_one_byte_segments_is_read_when_whole(server_ctx, certs):
-    t, c = transport_pair(server_ctx, certs)
+def test_a_record_cut_into_one_byte_segments_is_read_when_whole(server_ctx, certs, read_path):
+    t, c = transport_pair(server_ctx, certs, read_path)
     wire = c.ciphertext(b"k" * 5000, record=5000)   # one record
     buf = bytearray(8192)
     for i in range(len(wire) - 1):
@@ -147,8 +160,8 @@ def test_a_record_cut_into_one_byte_segments_is_read_when_whole(server_ctx, cert
     t.close()
 
 
-def test_many_records_of_one_segment_come_out_in_one_call_as_far_as_asked(server_ctx, certs):
-    t, c = transport_pair(server_ctx, certs)
+def test_many_records_of_one_segment_come_out_in_one_call_as_far_as_asked(server_ctx, certs, read_path):
+    t, c = transport_pair(server_ctx, certs, read_path)
     data = bytes(range(256)) * 40                    # 10,240 bytes in 1,024 records of 10
     c.sock.sendall(c.ciphertext(data, record=10))
     buf = bytearray(len(data))
@@ -162,8 +175,8 @@ def test_many_records_of_one_segment_come_out_in_one_call_as_far_as_asked(server
     t.close()
 
 
-def test_close_notify_mid_request_ends_the_stream(server_ctx, certs):
-    t, c = transport_pair(server_ctx, certs)
+def test_close_notify_mid_request_ends_the_stream(server_ctx, certs, read_path):
+    t, c = transport_pair(server_ctx, certs, read_path)
     c.obj.write(b"\x00\x00\x01\x00half a frame")
     try:
         c.obj.unwrap()
@@ -177,8 +190,8 @@ def test_close_notify_mid_request_ends_the_stream(server_ctx, certs):
     assert c.closed_with_close_notify()
 
 
-def test_close_says_close_notify_and_a_slow_reader_gets_everything(server_ctx, certs):
-    t, c = transport_pair(server_ctx, certs)
+def test_close_says_close_notify_and_a_slow_reader_gets_everything(server_ctx, certs, read_path):
+    t, c = transport_pair(server_ctx, certs, read_path)
     c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     data = bytes(range(251)) * 16_000                # ~4 MB: more than the socketpair holds
     t.write(data)
@@ -195,6 +208,25 @@ def test_close_says_close_notify_and_a_slow_reader_gets_everything(server_ctx, c
     t.close()
     assert c.closed_with_close_notify()
     sel.close()
+
+
+def test_a_tampered_record_is_an_ssl_error_and_eof_ends_the_stream(server_ctx, certs, read_path):
+    t, c = transport_pair(server_ctx, certs, read_path)
+    good = c.ciphertext(b"intact", record=100)
+    bad = bytearray(c.ciphertext(b"tampered", record=100))
+    bad[-1] ^= 1                                     # the record's tag no longer matches
+    c.sock.sendall(good + bad)
+    buf = bytearray(64)
+    assert bytes(buf[:t.recv_into(buf, 6)]) == b"intact"
+    with pytest.raises(ssl.SSLError):
+        t.recv_into(buf)
+    t.close()
+    t, c = transport_pair(server_ctx, certs, read_path)
+    c.sock.sendall(c.ciphertext(b"last words", record=100))
+    c.sock.close()                                   # TCP EOF, no close_notify
+    assert bytes(buf[:t.recv_into(buf)]) == b"last words"
+    assert t.buffered() and t.recv_into(buf) == 0   # the end, said once the data is out
+    t.close()
 
 
 def test_garbage_and_eof_fail_the_handshake(server_ctx, certs):
