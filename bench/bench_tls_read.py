@@ -1,21 +1,21 @@
-"""Receiving TLS in isolation: ``ssl.SSLSocket`` against ``SSLObject`` over memory BIOs (issue 16).
+"""Receiving TLS in isolation: the broker's ``TlsTransport`` reading through ``SSLObject.read``
+against its C loop over the same ``SSL`` (``_core.tls_read``), issue 16.
 
 A client process sends ``--mb`` MiB over TLS 1.3 in 1 MiB writes (16 KiB records), or with
 ``--small`` as librdkafka's producer does with 1000-byte values (strace of the broker: a 1017-byte
-record per value, a 26-byte one per record header); the server thread reads it
-through a selector the way a processor does, three ways:
+record per value, a 26-byte one per record header); the server thread reads it through a
+selector the way a processor does, with a :class:`TlsTransport` either way:
 
-* ``socket``: an ``SSLSocket``, one ``recv_into`` per readable event (the broker before the
-  memory-BIO transport: OpenSSL hands back at most one 16 KiB record per call, and its socket BIO
-  reads each record with two ``recv`` calls, header then body).
-* ``socket-drain``: the same, ``recv_into`` in a loop until ``SSLWantReadError``.
-* ``bio``: the plain socket ``recv_into`` a 256 KiB buffer, written into an incoming
-  ``MemoryBIO``, then ``SSLObject.read`` in a loop until ``SSLWantReadError``.
+* ``python``: ``SSLObject.read`` per record (where the ``SSL`` cannot be borrowed);
+* ``c``: ``_core.tls_read``'s loop: ``recv``, ``BIO_write`` and ``SSL_read`` per record in C.
+
+(Before the memory-BIO transport the broker read an ``ssl.SSLSocket``: 3x the CPU of ``python``
+on the small-record pattern; bench/RESULTS.md keeps those figures.)
 
 Figures: the server thread's CPU seconds per GiB (``time.thread_time``) and MiB/s; the modes
 alternate within each round.
 
-    python bench/bench_tls_read.py [--rounds 3] [--mb 128]
+    python bench/bench_tls_read.py [--rounds 3] [--mb 128] [--small]
 """
 from __future__ import annotations
 
@@ -30,9 +30,11 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "tests")]
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from support.certs import make_certs  # noqa: E402
+from fastkafka.server import tls_transport  # noqa: E402
+from fastkafka.server.tls_transport import RAW_BYTES, TlsTransport  # noqa: E402
 
 CLIENT = """
 import socket, ssl, sys
@@ -57,74 +59,42 @@ s.close()
 BUF = 256 * 1024
 
 
-def _read_socket(ctx, sock, total, drain):
-    tls = ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+def _read_transport(ctx, sock, total, in_c):
+    reader_for = tls_transport.reader_for
+    if not in_c:
+        tls_transport.reader_for = None
+    try:
+        t = TlsTransport(sock, ctx, memoryview(bytearray(RAW_BYTES)))
+    finally:
+        tls_transport.reader_for = reader_for
+    assert t.reads_in_c == in_c, "the C loop cannot borrow this Python's SSL"
     sel = selectors.DefaultSelector()
-    sel.register(tls, selectors.EVENT_READ)
-    while True:
-        try:
-            tls.do_handshake()
-            break
-        except ssl.SSLWantReadError:
-            sel.select()
+    key = sel.register(sock, selectors.EVENT_READ)
+    while want := t.handshake():
+        key = sel.modify(sock, want)
+        sel.select()
+    sel.modify(sock, selectors.EVENT_READ)
     buf = memoryview(bytearray(BUF))
     got = 0
     start = time.thread_time()
     while got < total:
         sel.select()
         try:
-            while True:
-                n = tls.recv_into(buf)
+            while True:     # as Connection.read: on while the transport holds bytes
+                n = t.recv_into(buf)
                 if n == 0:
                     raise EOFError
                 got += n
-                if not drain and not tls.pending():
+                if not t.buffered():
                     break
-        except ssl.SSLWantReadError:
+        except BlockingIOError:
             pass
     cpu = time.thread_time() - start
-    tls.sendall(b"k")
+    t.write(b"k")
+    t.flush()
     sel.close()
-    return cpu, tls
-
-
-def _read_bio(ctx, sock, total):
-    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = ctx.wrap_bio(incoming, outgoing, server_side=True)
-    sel = selectors.DefaultSelector()
-    sel.register(sock, selectors.EVENT_READ)
-    raw = memoryview(bytearray(BUF))
-    while True:
-        try:
-            obj.do_handshake()
-            break
-        except ssl.SSLWantReadError:
-            if outgoing.pending:
-                sock.sendall(outgoing.read())
-            sel.select()
-            n = sock.recv_into(raw)
-            incoming.write(raw[:n])
-    if outgoing.pending:
-        sock.sendall(outgoing.read())
-    buf = memoryview(bytearray(BUF))
-    got = 0
-    start = time.thread_time()
-    while got < total:
-        sel.select()
-        n = sock.recv_into(raw)
-        if n == 0:
-            raise EOFError
-        incoming.write(raw[:n])
-        try:
-            while True:
-                got += obj.read(BUF, buf)
-        except ssl.SSLWantReadError:
-            pass
-    cpu = time.thread_time() - start
-    obj.write(b"k")
-    sock.sendall(outgoing.read())
-    sel.close()
-    return cpu, sock
+    del key
+    return cpu, t
 
 
 def run(mode: str, ctx: ssl.SSLContext, ca: str, mb: int, small: bool) -> tuple[float, float]:
@@ -139,13 +109,10 @@ def run(mode: str, ctx: ssl.SSLContext, ca: str, mb: int, small: bool) -> tuple[
     sock.setblocking(False)
     total = mb << 20
     wall = time.perf_counter()
-    if mode == "bio":
-        cpu, s = _read_bio(ctx, sock, total)
-    else:
-        cpu, s = _read_socket(ctx, sock, total, drain=mode == "socket-drain")
+    cpu, t = _read_transport(ctx, sock, total, in_c=mode == "c")
     assert client.wait(60) == 0
     wall = time.perf_counter() - wall
-    s.close()
+    t.close()
     return cpu / (mb / 1024), mb / wall
 
 
@@ -159,14 +126,14 @@ def main() -> None:
     certs = make_certs(__import__("pathlib").Path(tempfile.mkdtemp()))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(str(certs.broker_cert), str(certs.broker_key))
-    modes = ["socket", "socket-drain", "bio"]
-    print("| round | " + " | ".join(modes) + " | bio / socket CPU |")
+    modes = ["python", "c"]
+    print("| round | " + " | ".join(modes) + " | c / python CPU |")
     print("|---" * (len(modes) + 2) + "|")
     for r in range(args.rounds):
         order = modes if r % 2 == 0 else modes[::-1]
         res = {m: run(m, ctx, str(certs.ca), args.mb, args.small) for m in order}
         cells = [f"{res[m][0]:.2f} CPU s/GiB ({res[m][1]:.0f} MiB/s)" for m in modes]
-        print(f"| {r} | " + " | ".join(cells) + f" | {res['bio'][0] / res['socket'][0]:.2f}x |", flush=True)
+        print(f"| {r} | " + " | ".join(cells) + f" | {res['c'][0] / res['python'][0]:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":
