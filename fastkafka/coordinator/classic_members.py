@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import Callable
 
 from .. import errors
 from ..protocol import ProtocolError
@@ -57,6 +58,7 @@ from .current_assignment import UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS
 from .formats import group_key
 from .group import CONSUMER_PROTOCOL_TYPE, EMPTY, GroupMetadata
 from .group_conversion import by_topic_id, classic_assignment, subscription, to_classic_group, to_consumer_group
+from .parts import CoordinatorParts
 from .results import JoinResult, SyncResult
 
 __all__ = ["ClassicMembers", "MIGRATION_POLICIES"]
@@ -67,7 +69,7 @@ NONE = 0
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
-class ClassicMembers:
+class ClassicMembers(CoordinatorParts):
     """Upgrade, downgrade, and the classic requests of a consumer group's members (module docstring)."""
 
     migration_policy = "bidirectional"
@@ -93,7 +95,7 @@ class ClassicMembers:
             self._respond(cm.awaiting_sync, SyncResult(E.RebalanceInProgressError.code))
             cm.awaiting_join = cm.awaiting_sync = None
         for m in group.members.values():
-            m.session_deadline = now + m.classic.session_timeout_ms
+            m.session_deadline = now + m.classic_metadata.session_timeout_ms
         # the classic record goes; the consumer group's records follow it in the same partition,
         # written with the heartbeat that brought the upgrade
         self.manager.store_records(gid, [(group_key(gid), None)], _warn(gid, "tombstone the classic group"))
@@ -211,9 +213,9 @@ class ClassicMembers:
         except errors.KafkaError as e:
             return self._respond(callback, SyncResult(e.code))
         member.sync_deadline = None
-        member.session_deadline = self.clock() + member.classic.session_timeout_ms
+        member.session_deadline = self.clock() + member.classic_metadata.session_timeout_ms
         self._respond(callback, SyncResult(NONE, classic_assignment(
-            member.assigned, member.classic.protocols[0][1], self._topic_names(group)),
+            member.assigned, member.classic_metadata.protocols[0][1], self._topic_names(group)),
             CONSUMER_PROTOCOL_TYPE, member.classic_protocol_name))
 
     def _classic_heartbeat_consumer_group(self, group: ConsumerGroup, generation_id, member_id, instance_id) -> int:
@@ -221,7 +223,7 @@ class ClassicMembers:
             member = self._classic_member(group, member_id, instance_id, generation_id)
         except errors.KafkaError as e:
             return e.code
-        member.session_deadline = self.clock() + member.classic.session_timeout_ms
+        member.session_deadline = self.clock() + member.classic_metadata.session_timeout_ms
         if member.member_epoch < group.group_epoch or member.state == UNREVOKED_PARTITIONS or \
                 member.state == UNRELEASED_PARTITIONS and not group.waiting_on_unreleased(member):
             self._must_rejoin(member)
@@ -286,5 +288,8 @@ def _empty(classic: GroupMetadata, now: int) -> None:
     classic.rebalance_deadline = classic.initial_delay_until = None
 
 
-def _warn(group_id: str, what: str):
-    return lambda code: code and log.warning("group %s: cannot %s: error %d", group_id, what, code)
+def _warn(group_id: str, what: str) -> Callable[[int], None]:
+    def warn(code: int) -> None:
+        if code:
+            log.warning("group %s: cannot %s: error %d", group_id, what, code)
+    return warn

@@ -96,9 +96,16 @@ class ConsumerGroupMember:
         return self.classic is not None
 
     @property
+    def classic_metadata(self) -> ClassicMemberMetadata:
+        """``classic`` of a member known to speak the classic protocol (a checked classic
+        request's member, or one of a group whose members all do)."""
+        assert self.classic is not None, f"member {self.member_id} speaks the consumer protocol"
+        return self.classic
+
+    @property
     def classic_protocol_name(self) -> str:
         """The protocol a classic member is answered with: its first (Kafka's choice too)."""
-        return self.classic.protocols[0][0]
+        return self.classic_metadata.protocols[0][0]
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MEMBER_STABLE and self.member_epoch == epoch

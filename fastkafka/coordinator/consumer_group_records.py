@@ -36,7 +36,7 @@ from .. import errors
 from .assignors import DEFAULT_ASSIGNOR
 from .consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember
 from .consumer_group_formats import (CURRENT_MEMBER_ASSIGNMENT, GROUP_METADATA, MEMBER_METADATA,
-                                     MEMBER_STATES, PARTITION_METADATA, TARGET_ASSIGNMENT_MEMBER,
+                                     MEMBER_STATES, PARTITION_METADATA, TARGET_ASSIGNMENT_MEMBER, ConsumerGroupKey,
                                      TARGET_ASSIGNMENT_METADATA, consumer_group_key,
                                      decode_consumer_group_key, decode_value, encode_value)
 from .current_assignment import UNKNOWN, Reconciliation
@@ -73,7 +73,7 @@ def record_changes(group: ConsumerGroup, member_ids: Iterable[str]) -> list[tupl
     return upserts + [(k, None) for k in gone]
 
 
-def _group_level(group: ConsumerGroup) -> dict[bytes, bytes]:
+def _group_level(group: ConsumerGroup) -> dict[bytes, bytes | None]:
     gid = group.group_id
     return {
         consumer_group_key(GROUP_METADATA, gid): encode_value(GROUP_METADATA, {"epoch": group.group_epoch}),
@@ -143,7 +143,7 @@ def replay(records: Iterable[tuple[bytes, bytes | None]]) -> dict[str, ConsumerG
             last[key] = value
     by_group: dict[str, dict[bytes, bytes]] = {}
     for key, value in last.items():
-        by_group.setdefault(decode_consumer_group_key(key).group_id, {})[key] = value
+        by_group.setdefault(_key(key).group_id, {})[key] = value
     groups = {}
     for gid, recs in by_group.items():
         try:
@@ -156,11 +156,17 @@ def replay(records: Iterable[tuple[bytes, bytes | None]]) -> dict[str, ConsumerG
     return groups
 
 
+def _key(buf: bytes) -> ConsumerGroupKey:
+    key = decode_consumer_group_key(buf)
+    assert key is not None, "replay is given consumer group records only (the loader sorts keys by kind)"
+    return key
+
+
 def _rebuild(gid: str, recs: dict[bytes, bytes]) -> ConsumerGroup | None:
     group = ConsumerGroup(gid)
     found: dict[int, dict] = {}
     for key, value in recs.items():
-        k = decode_consumer_group_key(key)
+        k = _key(key)
         found.setdefault(k.kind, {})[k.member_id] = decode_value(k.kind, value)
     if GROUP_METADATA not in found:
         return None                # what a deleted group left behind: compaction drops it

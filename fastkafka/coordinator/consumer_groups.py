@@ -62,6 +62,7 @@ from .consumer_group_records import changes, record_changes
 from .current_assignment import UNREVOKED_PARTITIONS, Reconciliation, step
 from .group import DEAD, EMPTY as CLASSIC_EMPTY
 from .manager import offset_commit_error
+from .parts import CoordinatorParts
 
 __all__ = ["ConsumerGroupHeartbeats", "HeartbeatResult", "LEAVE_GROUP_MEMBER_EPOCH",
            "LEAVE_GROUP_STATIC_MEMBER_EPOCH"]
@@ -86,7 +87,7 @@ class HeartbeatResult(NamedTuple):
     assignment: dict | None = None      # {topic_id: {partition}}; None: not sent this time
 
 
-class ConsumerGroupHeartbeats:
+class ConsumerGroupHeartbeats(CoordinatorParts):
     """ConsumerGroupHeartbeat, ConsumerGroupDescribe and their timers (module docstring)."""
 
     def init_consumer_groups(self, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
@@ -338,8 +339,10 @@ class ConsumerGroupHeartbeats:
         group = self.consumer_groups.pop(group_id)
         records = changes(group.records, {})
         if records:
-            self.manager.store_records(group_id, records, lambda code: code and log.warning(
-                "cannot delete consumer group %s: error %d", group_id, code))
+            def deleted(code: int) -> None:
+                if code:
+                    log.warning("cannot delete consumer group %s: error %d", group_id, code)
+            self.manager.store_records(group_id, records, deleted)
 
     def _consumer_groups_loaded(self, groups: dict[str, ConsumerGroup]) -> None:
         """The groups of a loaded partition: their members get a new session (and, while they
@@ -368,8 +371,10 @@ class ConsumerGroupHeartbeats:
                 self._fence(group, m)
                 fenced = True
         if fenced:
-            self._store_consumer_group(group, lambda code: code and log.warning(
-                "cannot store consumer group %s: error %d", group.group_id, code))
+            def stored(code: int) -> None:
+                if code:
+                    log.warning("cannot store consumer group %s: error %d", group.group_id, code)
+            self._store_consumer_group(group, stored)
 
     # --- ConsumerGroupDescribe ---
     def read_consumer_group(self, group_id: str, read: Callable[[int, ConsumerGroup | None], T]) -> T:

@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 import uuid
-from typing import Callable
+from typing import Callable, TypeVar
 
 from ..config.definitions import (GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS, GROUP_CONSUMER_MIGRATION_POLICY,
                                   GROUP_CONSUMER_SESSION_TIMEOUT_MS, GROUP_INITIAL_REBALANCE_DELAY_MS,
@@ -61,6 +61,7 @@ __all__ = ["GroupCoordinator", "JoinResult", "SyncResult", "GroupSummary", "Memb
 
 NONE = 0
 E = errors
+T = TypeVar("T")
 
 
 def wall_clock_ms() -> int:
@@ -146,11 +147,16 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats, Classi
         return result
 
     @staticmethod
-    def _wait(start: Callable[[Callable], None]):
-        """``start(callback)``, then wait for the callback's value (a caller without a callback
-        of its own; the store's commit timeout bounds the wait)."""
+    def _wait(start: Callable[[Callable[[T], None]], T | None]) -> T:
+        """``start(callback)`` (a request method, answering through ``callback``), then wait for
+        the callback's value (a caller without a callback of its own; the store's commit timeout
+        bounds the wait)."""
         done, box = threading.Event(), []
-        start(lambda value: (box.append(value), done.set()))
+
+        def answer(value: T) -> None:
+            box.append(value)
+            done.set()
+        start(answer)
         done.wait()
         return box[0]
 
@@ -386,7 +392,9 @@ class GroupCoordinator(GroupAdmin, GroupOffsets, ConsumerGroupHeartbeats, Classi
             if now < group.initial_delay_until:
                 return
             group.initial_delay_until = None
-        if group.all_members_joined() or now >= group.rebalance_deadline:
+        deadline = group.rebalance_deadline
+        assert deadline is not None, "_prepare_rebalance sets it with the state"
+        if group.all_members_joined() or now >= deadline:
             self._complete_join(group, now)
 
     def _complete_join(self, group: GroupMetadata, now: int) -> None:

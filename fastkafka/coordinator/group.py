@@ -26,6 +26,7 @@ from typing import Callable
 
 from ..protocol import ProtocolError
 from ..protocol.consumer_protocol import decode_subscription
+from .formats import OffsetAndMetadata
 
 __all__ = ["EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE", "DEAD",
            "GroupMetadata", "MemberMetadata"]
@@ -84,7 +85,7 @@ class MemberMetadata:
     def protocol_names(self) -> list[str]:
         return [name for name, _ in self.protocols]
 
-    def metadata(self, protocol: str) -> bytes:
+    def metadata(self, protocol: str | None) -> bytes:
         for name, meta in self.protocols:
             if name == protocol:
                 return meta
@@ -124,10 +125,10 @@ class GroupMetadata:
         self.initial_delay_until: int | None = None   # group.initial.rebalance.delay.ms window
         self.new_member_added = False
         # committed offsets: (topic, partition) -> OffsetAndMetadata (see offsets.py)
-        self.offsets: dict[tuple[str, int], object] = {}
+        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         # offsets committed inside open transactions: producer id -> {(topic, partition): ...},
         # made committed offsets by the transaction's COMMIT marker, dropped by its ABORT
-        self.pending_txn_offsets: dict[int, dict[tuple[str, int], object]] = {}
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
 
     # --- state ---
     def is_(self, state: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from .. import errors
 from .group import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY, STABLE
 from .group_conversion import classic_assignment
+from .parts import CoordinatorParts
 from .results import GroupSummary, MemberSummary
 
 __all__ = ["GroupAdmin"]
@@ -16,7 +17,7 @@ NONE = 0
 E = errors
 
 
-class GroupAdmin:
+class GroupAdmin(CoordinatorParts):
     """ListGroups, DescribeGroups, DeleteGroups, OffsetDelete (see the module docstring)."""
 
     def list_groups(self) -> tuple[int, list[tuple[str, str]]]:

@@ -70,8 +70,8 @@ def to_classic_group(group: ConsumerGroup, topic_name: Callable[[object], str | 
     into.leader_id = None
     for m in group.members.values():
         into.add(MemberMetadata(m.member_id, group.group_id, m.instance_id, m.client_id, m.client_host,
-                                m.classic.session_timeout_ms, m.rebalance_timeout_ms, CONSUMER_PROTOCOL_TYPE,
-                                list(m.classic.protocols)))
+                                m.classic_metadata.session_timeout_ms, m.rebalance_timeout_ms, CONSUMER_PROTOCOL_TYPE,
+                                list(m.classic_metadata.protocols)))
     into.protocol_type = CONSUMER_PROTOCOL_TYPE
     into.generation_id = group.group_epoch
     into.protocol_name = into.select_protocol()

@@ -12,6 +12,7 @@ from typing import Callable
 from .. import errors
 from .formats import OffsetAndMetadata
 from .group import COMPLETING_REBALANCE, DEAD, EMPTY
+from .parts import CoordinatorParts
 
 __all__ = ["GroupOffsets"]
 
@@ -19,7 +20,7 @@ NONE = 0
 E = errors
 
 
-class GroupOffsets:
+class GroupOffsets(CoordinatorParts):
     """OffsetCommit, TxnOffsetCommit, OffsetFetch (see the module docstring)."""
 
     def commit_offsets(self, group_id: str, member_id: str, generation_id: int,

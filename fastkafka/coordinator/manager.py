@@ -29,7 +29,7 @@ Example::
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from .. import errors
 from ..records import CONTROL_COMMIT
@@ -317,7 +317,7 @@ class GroupMetadataManager:
                 if commit:
                     group.offsets.update(done)
 
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]],
+    def _append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]],
                 producer: tuple[int, int] | None = None,
                 on_replicated: Callable[[int], None] | None = None) -> None:
         self.store.append(self.partition_for(group_id), records, self.clock(), producer,

@@ -30,9 +30,12 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from .. import errors, records
+
+if TYPE_CHECKING:
+    from ..log import Log
 
 __all__ = ["OFFSETS_TOPIC", "StoredRecord", "MemoryOffsetsStore", "LogOffsetsStore"]
 
@@ -97,7 +100,7 @@ class LogOffsetsStore:
     Thread-safe (the Log serializes appends).
     """
 
-    def __init__(self, num_partitions: int, get_log: Callable[[int], object], *,
+    def __init__(self, num_partitions: int, get_log: Callable[[int], Log], *,
                  compression: int = 0, read_chunk: int = 5 << 20,
                  writer: Callable[[int, bytearray, Callable[[int], None] | None], None] | None = None):
         self.num_partitions = num_partitions
@@ -142,8 +145,8 @@ class LogOffsetsStore:
                         yield StoredRecord(None, None, h.producer_id, marker[1])
                 else:
                     pid = h.producer_id if h.is_transactional else -1
-                    for rec in batch.records():
-                        if rec.offset >= offset and rec.key is not None:
+                    for rec in batch.records():    # decoded: every record has its offset
+                        if rec.offset is not None and rec.offset >= offset and rec.key is not None:
                             yield StoredRecord(bytes(rec.key), None if rec.value is None
                                                else bytes(rec.value), pid)
                 offset = h.next_offset

@@ -59,6 +59,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -394,6 +395,7 @@ class TransactionCoordinator:
             code, t = self._producer_txn(transactional_id, producer_id, epoch)
             if code:
                 return code
+            assert t is not None, "no error: _check_producer found the producer's transaction"
             if t.state in (PREPARE_COMMIT, PREPARE_ABORT):
                 return E.ConcurrentTransactionsError.code
             if t.state in (DEAD, PREPARE_EPOCH_FENCE):
@@ -416,6 +418,7 @@ class TransactionCoordinator:
             code, t = self._producer_txn(transactional_id, producer_id, epoch)
             if code:
                 return code
+            assert t is not None, "no error: _check_producer found the producer's transaction"
             done, prepared = (COMPLETE_COMMIT, PREPARE_COMMIT) if commit else (COMPLETE_ABORT, PREPARE_ABORT)
             if t.state == done:
                 return 0                                  # a retry of an EndTxn that completed
@@ -477,7 +480,7 @@ class TransactionCoordinator:
         if now >= self._next_marker_retry:
             self._next_marker_retry = now + MARKER_RETRY_MS
             for t in self._claim(lambda t: t.state in (PREPARE_COMMIT, PREPARE_ABORT)):
-                self._run_pending(t, lambda t=t: self._complete(t))
+                self._run_pending(t, functools.partial(self._complete, t))
         if now >= self._next_abort_check:
             self._next_abort_check = now + self.abort_check_interval_ms
             for t in self._claim(lambda t: t.state == ONGOING and t.start_ms + t.timeout_ms < now):
@@ -488,7 +491,7 @@ class TransactionCoordinator:
             self._next_expiration_check = now + self.expiration_check_interval_ms
             for t in self._claim(lambda t: t.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
                                  and t.last_update_ms + self.expiration_ms < now):
-                self._run_pending(t, lambda t=t: self._expire(t))
+                self._run_pending(t, functools.partial(self._expire, t))
 
     def _claim(self, wanted: Callable[[TransactionMetadata], bool]) -> list[TransactionMetadata]:
         """The transactions ``wanted`` selects that no request is writing, marked pending."""
