@@ -142,7 +142,7 @@ class Broker:
                 max_connections_per_ip=cfg[MAX_CONNECTIONS_PER_IP],
                 max_connections_per_ip_overrides=cfg[MAX_CONNECTIONS_PER_IP_OVERRIDES],
                 max_request_bytes=cfg[SOCKET_REQUEST_MAX_BYTES], idle_ms=cfg[CONNECTIONS_MAX_IDLE_MS],
-                security=self.listener_security)
+                security=self.listener_security, quotas=self.quotas)
             self.socket_server.bind()  # before loading logs: a busy port fails fast (listen() below)
         except ListenerError as e:
             raise BrokerStartupError(str(e)) from None

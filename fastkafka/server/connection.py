@@ -50,7 +50,7 @@ class Connection:
     __slots__ = ("id", "sock", "fd", "peer", "listener", "frames", "_decoder",
                  "muted", "send", "closed", "last_active", "events", "_max_frame", "_body", "_have",
                  "inline_response", "tls", "handshaking", "session", "close_after_send", "unmute_at",
-                 "response_sent", "waiting", "_recv_into")
+                 "response_sent", "waiting", "_recv_into", "network_s")
 
     def __init__(self, conn_id: str, sock: socket.socket, peer, listener: str, max_frame: int,
                  tls: TlsTransport | None = None):
@@ -80,6 +80,9 @@ class Connection:
         # responses are gathered into one write); appended by handler threads, swapped by the processor
         self.response_sent: list = []
         self.waiting = None   # a completion held back until gathered responses are out (Processor)
+        # while client quotas apply: the processor's seconds on this connection's bytes (reads,
+        # writes, TLS handshake) not yet charged to a request quota (Kafka's networkThreadTimeNanos)
+        self.network_s = 0.0
 
     # --- reading ---
     def read(self, scratch: memoryview) -> bool:
@@ -87,7 +90,8 @@ class Connection:
         when this returns); False on EOF. Raises FrameError, OSError.
 
         TLS holds what it received beyond the frame the decoder is in (``buffered``), out of the
-        selector's sight: it is all read now, into frames."""
+        selector's sight: it is all read now, into frames. ``last_active`` is when the read began."""
+        self.last_active = time.monotonic()
         ok = self._read_once(scratch)
         tls = self.tls
         if tls is not None:
@@ -99,7 +103,6 @@ class Connection:
         return ok
 
     def _read_once(self, scratch: memoryview) -> bool:
-        self.last_active = time.monotonic()
         body = self._body
         if body is not None:
             n = self._recv_into(body[self._have:])
@@ -129,7 +132,8 @@ class Connection:
 
     # --- writing ---
     def write(self) -> bool:
-        """Continue the current response; True once it is fully sent."""
+        """Continue the current response; True once it is fully sent. ``last_active`` is when
+        the write began."""
         self.last_active = time.monotonic()
         done = self.send.write_to(self.sock) if self.tls is None else self.send.write_tls_to(self.tls)
         if done:

@@ -17,6 +17,11 @@ TLS listeners give accepted sockets a :class:`~fastkafka.server.tls_transport.Tl
 slow or garbage handshake costs its own connection only. Each connection carries a
 :class:`~fastkafka.server.listener_security.Session` (who the client is) that requests see.
 
+While any client quota is configured the loop also times what it spends on each connection's
+bytes (reads, writes, the TLS handshake) into ``Connection.network_s``, which the request quota
+charges when a response has left (Kafka's network-thread time, :mod:`.quotas`); with none it
+costs one attribute test per read and per write.
+
 With no connection and nothing due the loop waits with no timeout (a wakeup or a new connection
 ends the wait), and waiting allocates nothing: an object made for a wait and kept across it
 lands in the pools a wave of closed connections just emptied and keeps their arena resident
@@ -64,6 +69,10 @@ _CLOSE = object()
 _UNMUTE = object()   # a throttled connection's mute is over
 _IN_FLIGHT = object()  # Connection.waiting: a request is being handled behind responses still going out
 _PLAINTEXT = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
+
+
+class _NoQuotas:
+    enabled = False
 
 
 class _Last:
@@ -150,11 +159,13 @@ class Processor(threading.Thread):
 
     def __init__(self, index: int, submit: Callable[[Request], None], *, max_frame: int,
                  idle_ms: int, on_close: Callable[[tuple], None],
-                 security: dict[str, ListenerSecurity] | None = None):
+                 security: dict[str, ListenerSecurity] | None = None, quotas=None):
         super().__init__(name=f"fastkafka-network-{index}", daemon=True)
         self.index = index
         self._submit = submit
         self._security = security or {}
+        # the broker's ClientQuotas: while ``enabled``, network time is kept per connection
+        self._quotas = quotas if quotas is not None else _NoQuotas
         self._max_frame = max_frame
         self._idle_s = idle_ms / 1000.0
         self._on_close = on_close
@@ -400,6 +411,8 @@ class Processor(threading.Thread):
             self.failed_handshakes += 1
             self._close(conn)
             return
+        if self._quotas.enabled:    # Kafka charges the handshake to the connection's first request
+            conn.network_s += time.monotonic() - conn.last_active
         if want:
             self._set_interest(conn, want)
             return
@@ -441,6 +454,8 @@ class Processor(threading.Thread):
             log.debug("closing %s: %s", conn.id, e)
             self._close(conn)
             return
+        if self._quotas.enabled:
+            conn.network_s += time.monotonic() - conn.last_active
         self._next_request(conn)
 
     def _next_request(self, conn: Connection) -> None:
@@ -507,8 +522,10 @@ class Processor(threading.Thread):
             conn.send = Send(response)
             if not self._write(conn):
                 return False
-        elif conn.unmute_at is not None:
-            return self._stay_muted(conn)
+        else:
+            conn.network_s = 0.0     # no response (acks=0): Kafka drops its network time too
+            if conn.unmute_at is not None:
+                return self._stay_muted(conn)
         conn.muted = False
         return True
 
@@ -529,20 +546,26 @@ class Processor(threading.Thread):
     def _write(self, conn: Connection) -> bool:
         """Push the pending response; True when it is out (False: waiting for writability or closed)."""
         try:
-            if conn.write():
-                if conn.response_sent:
-                    self._response_sent(conn)
-                if conn.close_after_send is not None:   # stays muted until closed
-                    self._set_interest(conn, 0)
-                    self.complete(conn, _CLOSE, conn.close_after_send)
-                    return False
-                if conn.unmute_at is not None:
-                    return self._stay_muted(conn)
-                return True
+            done = conn.write()
         except (OSError, EOFError) as e:
             log.debug("closing %s while sending: %s", conn.id, e)
             self._close(conn)
             return False
+        if self._quotas.enabled:
+            conn.network_s += time.monotonic() - conn.last_active
+        if done:
+            if conn.response_sent:
+                self._response_sent(conn)
+            # what no callback charged is dropped: each response settles its connection's time
+            # (Kafka resets it on every send completed)
+            conn.network_s = 0.0
+            if conn.close_after_send is not None:   # stays muted until closed
+                self._set_interest(conn, 0)
+                self.complete(conn, _CLOSE, conn.close_after_send)
+                return False
+            if conn.unmute_at is not None:
+                return self._stay_muted(conn)
+            return True
         self._set_interest(conn, _WRITE)
         return False
 

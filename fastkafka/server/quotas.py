@@ -4,7 +4,11 @@ is charged to, and how long its client is throttled.
 Four quota types, each Kafka's ``ClientQuotaManager``: ``producer_byte_rate`` charges a
 Produce request's size, ``consumer_byte_rate`` a Fetch response's size, ``request_percentage``
 the time a handler spent on any request (percent of one thread: 1 s of handler time in a second
-is 100), ``controller_mutation_rate`` the partitions the admin handlers create and delete (a token
+is 100) and, once its response has left, the time the network processor spent on the
+connection's bytes since the previous response (reading the frame, writing the response, a TLS
+handshake: ``Connection.network_s``), recorded without throttling so that it weighs on the next
+requests (Kafka's ``recordNetworkThreadTimeCallback`` and ``recordNoThrottle``),
+``controller_mutation_rate`` the partitions the admin handlers create and delete (a token
 bucket, KIP-599: :mod:`.mutation_quota`). A request is charged to its session's user
 (``User:alice`` is ``alice``) and its header's client id, under the quota Kafka's precedence picks
 (:class:`fastkafka.security.client_quotas.QuotaBounds`); the rates are Kafka's sampled windows
@@ -21,7 +25,8 @@ bandwidth and request-time throttles applies. A throttled Fetch is answered empt
 are taken back off the rate (Kafka's ``unrecordQuotaSensor``); while a consumer quota applies, a
 Fetch's ``max_bytes`` is capped at what one quota window allows (``getMaxValueInQuotaWindow``).
 
-Cost: with no quota configured a request pays one attribute test in the dispatcher. The configs
+Cost: with no quota configured a request pays one attribute test in the dispatcher, and each
+read and write one in the processor. The configs
 come from the metadata store (``/config/users|clients`` in ZooKeeper, the metadata file when
 embedded); the store calls :meth:`ClientQuotas.refresh` after every change, so a quota altered
 through any broker applies to the next request, keeping each client's measured history.
@@ -235,16 +240,18 @@ class ClientQuotas:
             if body.max_bytes > most:
                 body.max_bytes = max(int(most), 1)
                 body.min_bytes = min(body.min_bytes, body.max_bytes)
-        return RequestQuota(self, user, client_id, key, header.api_version, len(request.frame))
+        return RequestQuota(self, user, client_id, key, header.api_version, len(request.frame), request.conn)
 
 
 class RequestQuota:
     """One request's charges, settled when its response is sent (``RequestContext.send``)."""
 
-    __slots__ = ("quotas", "user", "client_id", "key", "version", "size", "started", "handler_s", "mutation")
+    __slots__ = ("quotas", "user", "client_id", "key", "version", "size", "started", "handler_s", "mutation", "conn")
 
-    def __init__(self, quotas: ClientQuotas, user: str, client_id: str, key: int, version: int, size: int):
+    def __init__(self, quotas: ClientQuotas, user: str, client_id: str, key: int, version: int, size: int,
+                 conn=None):
         self.quotas = quotas
+        self.conn = conn      # the processor's Connection, whose network time the response settles
         self.user, self.client_id = user, client_id
         self.key, self.version, self.size = key, version, size
         self.started = time.monotonic()
@@ -272,12 +279,23 @@ class RequestQuota:
             now_ms = time.monotonic() * 1000.0
             mutations.sensor(self.user, self.client_id, now_ms).record(partitions, now_ms)
 
-    def _request_throttle(self, now: float) -> int:
+    def _request_throttle(self, ctx, now: float) -> int:
         qtype = self.quotas.request
         if not qtype.enabled:
             return 0
+        if self.conn is not None:
+            ctx.request.on_response_sent(self._record_network_time)
         spent = self.handler_s if self.handler_s is not None else now - self.started
         return qtype.record(self.user, self.client_id, spent * 100.0, now * 1000.0)
+
+    def _record_network_time(self, now: float) -> None:
+        """On the processor thread, once the response has left: charge the connection's network
+        time without throttling (this response already carries its throttle)."""
+        conn = self.conn
+        spent, conn.network_s = conn.network_s, 0.0
+        if spent > 0.0 and self.quotas.request.enabled:
+            now_ms = now * 1000.0
+            self.quotas.request.sensor(self.user, self.client_id, now_ms).record(spent * 100.0, now_ms, check=False)
 
     def send(self, ctx, response) -> None:
         """Charge the request, set ``throttle_time_ms`` and send ``response`` (None: none) the
@@ -293,9 +311,9 @@ class RequestQuota:
             if quotas.produce.enabled:
                 throttle = quotas.produce.record(self.user, self.client_id, self.size, now_ms)
             if response is not None:       # acks=0 is exempt from the request-time quota
-                throttle = max(throttle, self._request_throttle(now))
+                throttle = max(throttle, self._request_throttle(ctx, now))
         else:
-            throttle = self._request_throttle(now)
+            throttle = self._request_throttle(ctx, now)
             if self.mutation is not None:
                 throttle = max(throttle, self.mutation.throttle_time_ms(now_ms))
         if response is None:
@@ -310,7 +328,7 @@ class RequestQuota:
 
     def _send_fetch(self, ctx, response, now: float) -> None:
         now_ms = now * 1000.0
-        throttle = self._request_throttle(now)
+        throttle = self._request_throttle(ctx, now)
         chunks = ctx.encode(response)
         if chunks is None:
             return

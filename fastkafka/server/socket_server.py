@@ -129,7 +129,7 @@ class SocketServer:
                  num_network_threads: int = 3, max_connections: int = 2**31 - 1,
                  max_connections_per_ip: int = 2**31 - 1, max_connections_per_ip_overrides=(),
                  max_request_bytes: int = 104857600, idle_ms: int = 600_000, backlog: int = 128,
-                 security: dict | None = None):
+                 security: dict | None = None, quotas=None):
         self._specs = [parse_listener(s) for s in listeners]
         names = [n for n, _, _ in self._specs]
         if len(set(names)) != len(names):
@@ -151,7 +151,7 @@ class SocketServer:
         self._listening = False
         self.processors = [
             Processor(i, submit, max_frame=max_request_bytes, idle_ms=idle_ms, on_close=self._closed,
-                      security=security)
+                      security=security, quotas=quotas)
             for i in range(max(1, num_network_threads))
         ]
         self._next_processor = itertools.cycle(self.processors)
