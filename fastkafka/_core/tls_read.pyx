@@ -87,8 +87,11 @@ cdef enum ReadEnd:
 
 cdef bint _same_openssl():
     """True when CPython's ``_ssl`` calls the OpenSSL this module is linked to."""
-    cdef bytes path = _ssl._ssl.__file__.encode()
-    cdef void *handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD)
+    path = getattr(_ssl._ssl, "__file__", None)     # None: _ssl built into the interpreter
+    if path is None:
+        return False
+    cdef bytes name = path.encode()
+    cdef void *handle = dlopen(name, RTLD_LAZY | RTLD_NOLOAD)
     if handle == NULL:
         return False
     cdef void *theirs = dlsym(handle, "SSL_read")   # searched through _ssl's own dependencies
