@@ -50,6 +50,12 @@ import selectors
 import socket
 import ssl
 
+from typing import TYPE_CHECKING, Callable, cast
+
+if TYPE_CHECKING:
+    from fastkafka._core.tls_read import TlsReader
+
+reader_for: Callable[[ssl.SSLObject, int], TlsReader | None] | None
 try:
     from fastkafka._core.tls_read import reader_for
 except ImportError:     # built without OpenSSL's headers, or its libssl is not where it was built
@@ -136,7 +142,8 @@ class TlsTransport:
         got = 0
         while got < want:
             try:
-                n = read(want - got, view[got:] if got else view)
+                # with a buffer, read() returns the count (typeshed says bytes either way)
+                n = cast(int, read(want - got, view[got:] if got else view))
             except ssl.SSLWantReadError:
                 try:
                     if self._fill():
