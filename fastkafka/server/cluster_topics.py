@@ -47,7 +47,7 @@ here, broker 2 is only registered)::
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from fastkafka import errors
 from fastkafka.cluster.embedded import TopicInfo
@@ -55,6 +55,9 @@ from fastkafka.config.definitions import (BROKER_ID, CLUSTER_METADATA_WAIT_MS, D
                                           DELETE_TOPIC_ENABLE)
 
 from .topics import TopicManager
+
+if TYPE_CHECKING:
+    from fastkafka.cluster.metadata import ZkMetadata
 
 __all__ = ["ClusterTopicManager"]
 
@@ -64,7 +67,9 @@ log = logging.getLogger("fastkafka.server")
 class ClusterTopicManager(TopicManager):
     """Thread-safe like its base: changes under the lock, reads on snapshots."""
 
-    def __init__(self, config, logs, metadata, purgatory=None):
+    _metadata: ZkMetadata      # the cluster's view: partition states, assignments, live brokers
+
+    def __init__(self, config, logs, metadata: ZkMetadata, purgatory=None):
         super().__init__(config, logs, metadata, purgatory)
         self.broker_id = config[BROKER_ID]
         self._wait_s = config[CLUSTER_METADATA_WAIT_MS] / 1000
@@ -146,19 +151,19 @@ class ClusterTopicManager(TopicManager):
 
     def create(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
                configs: Mapping[str, str | None] | None = None, assignments=()) -> TopicInfo:
-        configs = {k: v for k, v in (configs or {}).items() if v is not None}
-        n, _ = self.validate_create(name, num_partitions, replication_factor, configs, assignments)
+        overrides = {k: v for k, v in (configs or {}).items() if v is not None}
+        n, _ = self.validate_create(name, num_partitions, replication_factor, overrides, assignments)
         rf = replication_factor if replication_factor != -1 else self.config[DEFAULT_REPLICATION_FACTOR]
         given = {a.partition_index: tuple(a.broker_ids) for a in assignments} if assignments else None
         try:
-            info = self._metadata.create_topic(name, n, configs, replication_factor=rf, assignment=given)
+            info = self._metadata.create_topic(name, n, overrides, replication_factor=rf, assignment=given)
         except errors.TopicAlreadyExistsError:
             # created meanwhile through another broker: let our cache catch up so callers that
             # fall back to get() (auto-creation, __consumer_offsets) find it
             self._metadata.wait_until(lambda: self._metadata.get(name) is not None, self._wait_s)
             raise
         self._wait_leaders(name, range(n))
-        log.info("created topic %s with %d partition(s)%s", name, n, f" and configs {configs}" if configs else "")
+        log.info("created topic %s with %d partition(s)%s", name, n, f" and configs {overrides}" if overrides else "")
         return info
 
     def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:

@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from fastkafka import errors
+
+if TYPE_CHECKING:
+    from fastkafka.log import Log
 
 __all__ = ["Partition", "LEADER", "FOLLOWER", "NONE", "ACKS_ALL", "Replication", "append_as_leader",
            "acks_all_code"]
@@ -48,8 +51,8 @@ class Replication(NamedTuple):
     ``required`` (the offset after the write) while ``part`` still leads in the ``epoch`` the
     write was stamped with -- a leadership lost and won back meanwhile may have truncated it."""
 
-    log: object
-    part: "Partition"
+    log: Log
+    part: Partition
     required: int
     epoch: int
 

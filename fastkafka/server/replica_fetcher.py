@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from fastkafka import errors
 from fastkafka.client.connection import BrokerConnection
@@ -69,6 +69,9 @@ from fastkafka.config.definitions import (REPLICA_FETCH_BACKOFF_MS, REPLICA_FETC
                                           REPLICA_SOCKET_TIMEOUT_MS)
 
 from .replication_quota import ReplicationQuota
+
+if TYPE_CHECKING:
+    from fastkafka.log import Log
 
 __all__ = ["ReplicaFetcher"]
 
@@ -95,7 +98,7 @@ class ReplicaFetcher:
     """One thread fetching a set of partitions from one leader. Thread-safe add/remove."""
 
     def __init__(self, broker_id: int, leader_id: int, address: Callable[[], tuple[str, int] | None],
-                 logs: Callable[[str, int], object], config, index: int = 0,
+                 logs: Callable[[str, int], Log | None], config, index: int = 0,
                  security: ClientSecurity | None = None, quota: ReplicationQuota | None = None,
                  metrics=None):
         self.broker_id, self.leader_id, self.index = broker_id, leader_id, index
@@ -251,16 +254,17 @@ class ReplicaFetcher:
         return min(end_offset, own_end if own_end >= 0 else lg.log_end_offset, lg.log_end_offset)
 
     # --- fetching ---
-    def _throttled(self, tp) -> bool:
+    def _throttled(self, quota: ReplicationQuota, tp) -> bool:
         """Is ``tp`` one of this follower's throttled replicas?"""
         lg = self._logs(*tp)
-        return lg is not None and self._quota.is_throttled(lg.config.follower_replication_throttled_replicas, tp[1])
+        return lg is not None and quota.is_throttled(lg.config.follower_replication_throttled_replicas, tp[1])
 
     def _fetch(self, conn: BrokerConnection, parts) -> None:
         throttled: set = set()
-        if self._quota is not None and not self._quota.unlimited and parts:
-            throttled = {tp for tp in parts if self._throttled(tp)}
-            if throttled and self._quota.exceeded():
+        quota = self._quota
+        if quota is not None and not quota.unlimited and parts:
+            throttled = {tp for tp in parts if self._throttled(quota, tp)}
+            if throttled and quota.exceeded():
                 parts = {tp: st for tp, st in parts.items() if tp not in throttled or st.in_sync}
                 if not parts:
                     self._stopped.wait(self._backoff_s)
@@ -287,8 +291,8 @@ class ReplicaFetcher:
                     log.warning("replica fetcher %d->%d: %s", self.broker_id, self.leader_id, e)
                     st.truncated = False
                     continue
-                if tp in throttled:
-                    self._quota.record(len(p.records))
+                if quota is not None and tp in throttled:   # throttled: only with a quota
+                    quota.record(len(p.records))
                 if self._metrics is not None:
                     self._metrics.replicated(tp[0], len(p.records))
             st.in_sync = lg.log_end_offset >= p.high_watermark

@@ -27,13 +27,18 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from fastkafka import errors
-from fastkafka.cluster.embedded import EmbeddedMetadata, TopicInfo, validate_topic_name
+from fastkafka.cluster.embedded import EmbeddedMetadata, TopicInfo, validate_topic_name  # noqa: F401 (the example)
 from fastkafka.config import ConfigException, KafkaConfig, LogConfig
 from fastkafka.config.definitions import (AUTO_CREATE_TOPICS_ENABLE, BROKER_ID, DEFAULT_REPLICATION_FACTOR,
                                           DELETE_TOPIC_ENABLE, NUM_PARTITIONS)
+
+if TYPE_CHECKING:
+    from fastkafka.log import Log
+
+    from .services import Metadata
 
 __all__ = ["TopicManager", "INTERNAL_TOPICS"]
 
@@ -48,13 +53,13 @@ EMBEDDED_LEADER_EPOCH = 0
 class TopicManager:
     """Thread-safe: changes are serialised by one lock; reads use snapshots."""
 
-    def __init__(self, config: KafkaConfig, logs, metadata: EmbeddedMetadata, purgatory=None):
+    def __init__(self, config: KafkaConfig, logs, metadata: Metadata, purgatory=None):
         self.config = config
         self._logs = logs
         self._metadata = metadata
         self._purgatory = purgatory
         self._lock = threading.RLock()
-        self._partitions: dict[tuple[str, int], object] = {}   # (topic, partition) -> Log, copy-on-write
+        self._partitions: dict[tuple[str, int], Log] = {}   # (topic, partition) -> Log, copy-on-write
         self._log_configs: dict[str, LogConfig] = {}
         if purgatory is not None:  # every append wakes the fetches waiting on that partition
             check = purgatory.check
@@ -169,17 +174,17 @@ class TopicManager:
     def create(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
                configs: Mapping[str, str | None] | None = None, assignments=()) -> TopicInfo:
         """Create a topic and its partition logs (raises the Kafka error on bad input)."""
-        configs = {k: v for k, v in (configs or {}).items() if v is not None}
+        overrides = {k: v for k, v in (configs or {}).items() if v is not None}
         with self._lock:
-            n, cfg = self.validate_create(name, num_partitions, replication_factor, configs, assignments)
-            info = self._metadata.create_topic(name, n, configs)
+            n, cfg = self.validate_create(name, num_partitions, replication_factor, overrides, assignments)
+            info = self._metadata.create_topic(name, n, overrides)
             self._log_configs[name] = cfg
             parts = dict(self._partitions)
             for p in range(n):
                 parts[(name, p)] = self._open(info, p, cfg)
             self._partitions = parts
         log.info("created topic %s with %d partition(s)%s", name, n,
-                 f" and configs {configs}" if configs else "")
+                 f" and configs {overrides}" if overrides else "")
         return info
 
     def auto_create(self, name: str) -> TopicInfo | None:
