@@ -71,7 +71,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fastkafka import errors
 from fastkafka.coordinator import OFFSETS_TOPIC, GroupCoordinator, LogOffsetsStore
 from fastkafka.coordinator.producer_ids import FileBlockStore, ProducerIdManager
-from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator
+from fastkafka.coordinator.transactions import TRANSACTION_STATE_TOPIC, MarkerWriter, TransactionCoordinator
 from fastkafka.coordinator.coordinator import wall_clock_ms
 from fastkafka.config.definitions import (OFFSETS_COMMIT_REQUIRED_ACKS, OFFSETS_COMMIT_TIMEOUT_MS,
                                           OFFSETS_LOAD_BUFFER_SIZE, OFFSETS_TOPIC_COMPRESSION_CODEC,
@@ -192,6 +192,7 @@ class CoordinationService:
                                    1, cfg[TRANSACTION_STATE_LOG_SEGMENT_BYTES],
                                    {"min.insync.replicas": str(cfg[TRANSACTION_STATE_LOG_MIN_ISR])})
         extra = {}
+        markers: MarkerWriter
         if self._cluster:
             writer = CoordinatorPartitionWriter(topics, self.replicas, TRANSACTION_STATE_TOPIC,
                                                 required_acks=ACKS_ALL, timeout_ms=cfg[REQUEST_TIMEOUT_MS])

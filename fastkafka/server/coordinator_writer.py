@@ -65,6 +65,6 @@ class CoordinatorPartitionWriter:
         if self.required_acks != ACKS_ALL:
             on_replicated(0)
             return
-        fields = {}
+        fields: dict[str, int] = {}
         wait_for_acks_all(self.timeout_ms, [(fields, replication)], lambda: on_replicated(fields["error_code"]),
                           self.replicas.produce_purgatory)

@@ -331,7 +331,7 @@ def _groups(cached, name_of) -> list:
     """The session's partitions as consecutive runs of one topic, the order they are read and
     answered in (a topic may come more than once, as in Kafka's responses)."""
     out = []
-    last = None
+    last: tuple[str | None, object, list] | None = None
     for cp in cached:
         if cp.topic is None and name_of is not None:
             cp.topic = name_of(cp.topic_id)

@@ -99,7 +99,7 @@ class Send:
                 continue
             # gather the run of bytes chunks up to the next region
             end = self.index
-            bufs = []
+            bufs: list[bytes | bytearray | memoryview] = []
             while end < n_chunks and type(chunks[end]) is not FileRegion and len(bufs) < _MAX_IOV:
                 bufs.append(chunks[end])
                 end += 1

@@ -109,8 +109,10 @@ class RemoteMarkerWriter:
             return False
 
     def _receive(self, leader: int, channel: _Channel, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        conn = channel.conn
+        assert conn is not None, "_send connected it and holds the channel's lock until this answer"
         try:
-            answer = channel.conn.receive()
+            answer = conn.receive()
         except (OSError, errors.KafkaError) as e:
             self._drop(leader, channel, e)
             return dict.fromkeys(tps, _NETWORK)
