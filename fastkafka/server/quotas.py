@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Protocol
 
 from fastkafka.protocol import ApiKey
 from fastkafka.protocol.messages.core import fetch_replica_id
@@ -149,6 +149,14 @@ def _unbounded(bound: float | None) -> float:
     return float("inf") if bound is None else bound
 
 
+class QuotaStore(Protocol):
+    """Where the client quota configs live: the metadata store (one broker's, or ZooKeeper's)."""
+
+    def quota_configs(self) -> Mapping[QuotaEntity, Mapping[str, str]]: ...
+
+    def add_listener(self, callback: Callable[[], None]) -> None: ...
+
+
 class ClientQuotas:
     """The broker's three quota types and the per-request hook. Thread-safe.
 
@@ -156,7 +164,7 @@ class ClientQuotas:
     :meth:`track`. Until :meth:`bind` has run it is True, so the first request binds.
     """
 
-    def __init__(self, samples: int = 11, window_s: int = 1, store: Callable[[], object] | None = None):
+    def __init__(self, samples: int = 11, window_s: int = 1, store: Callable[[], QuotaStore | None] | None = None):
         window_ms = window_s * 1000.0
         self.produce = QuotaType(PRODUCER_BYTE_RATE, samples, window_ms)
         self.fetch = QuotaType(CONSUMER_BYTE_RATE, samples, window_ms)
@@ -165,13 +173,13 @@ class ClientQuotas:
         # partitions created or deleted (KIP-599): a token bucket, charged by the admin handlers
         self.mutation = QuotaType(CONTROLLER_MUTATION_RATE, samples, window_ms, sensor_class=TokenBucketSensor)
         self._store_source = store
-        self._store = None
-        self._snapshot = None
+        self._store: QuotaStore | None = None
+        self._snapshot: Mapping[QuotaEntity, Mapping[str, str]] | None = None
         self._lock = threading.Lock()
         self.enabled = store is not None      # unbound: let the first request bind
 
     @classmethod
-    def from_config(cls, config, store: Callable[[], object]) -> "ClientQuotas":
+    def from_config(cls, config, store: Callable[[], QuotaStore | None]) -> "ClientQuotas":
         return cls(config[QUOTA_WINDOW_NUM], config[QUOTA_WINDOW_SIZE_SECONDS], store)
 
     # --- configs ---
@@ -180,7 +188,8 @@ class ClientQuotas:
         with self._lock:
             if self._store is not None:
                 return
-            store = self._store_source()
+            # no source: quotas configured by hand (configure), which track() may still charge
+            store = self._store_source() if self._store_source is not None else None
             if store is None:
                 return
             self._store = store

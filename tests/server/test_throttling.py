@@ -267,3 +267,11 @@ def test_rates_keep_their_history_when_the_quota_changes():
     assert quotas.produce.record("alice", "a", 1, 10) > 0                 # the 500 kB still count
     quotas.configure({})
     assert not quotas.enabled and quotas.produce.record("alice", "a", 10**9, 20) == 0
+
+
+def test_quotas_configured_by_hand_bind_without_a_store():
+    # no metadata store to follow: the first tracked request's bind() leaves the quotas as configured
+    quotas = ClientQuotas(samples=11, window_s=1)
+    quotas.configure({("alice", None): {"producer_byte_rate": "1000"}})
+    quotas.bind()
+    assert quotas.enabled and quotas.produce.record("alice", "a", 1_000_000, 0) > 0
