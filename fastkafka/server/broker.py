@@ -26,6 +26,7 @@ import os
 import socket
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from fastkafka import errors
 from fastkafka import protocol as P
@@ -56,6 +57,13 @@ from .socket_server import ListenerError, SocketServer, parse_listener
 from .cluster_topics import ClusterTopicManager
 from .topics import INTERNAL_TOPICS, TopicManager
 
+if TYPE_CHECKING:
+    from fastkafka.cluster.node import ClusterNode
+
+    from .metrics_export import MetricsExporter
+    from .replica_manager import ReplicaManager
+    from .services import Metadata
+
 __all__ = ["Broker", "BrokerStartupError"]
 
 log = logging.getLogger("fastkafka.server")
@@ -83,13 +91,13 @@ class Broker:
         self.config = config
         self.broker_id: int = config[BROKER_ID]
         self.logs: LogManager | None = None
-        self.metadata: EmbeddedMetadata | None = None
-        self.cluster = None  # ClusterNode when zookeeper.connect is set (cluster mode)
+        self.metadata: Metadata | None = None
+        self.cluster: ClusterNode | None = None  # when zookeeper.connect is set (cluster mode)
         self.topics: TopicManager | None = None
         self.dynamic_config: DynamicBrokerConfig | None = None   # server.properties + dynamic broker configs
         self.fetch_purgatory: Purgatory | None = None
         self.fetch_sessions = FetchSessionCache.from_config(config)   # incremental fetch sessions (KIP-227)
-        self.replicas = None   # ReplicaManager in cluster mode: roles, ISR, followers' fetchers, acks=all
+        self.replicas: ReplicaManager | None = None   # cluster mode: roles, ISR, followers' fetchers, acks=all
         self.coordination: CoordinationService | None = None  # see group_coordination()
         self.services: BrokerServices | None = None   # what handlers reach, once all of it exists
         self.socket_server: SocketServer | None = None
@@ -97,7 +105,7 @@ class Broker:
         self.authorizer: Authorizer | None = None   # authorizer.class.name set: ACLs decide every request
         self.quotas: ClientQuotas | None = None     # client quotas, charged by the dispatcher
         self.metrics: BrokerMetrics | None = None   # metrics.port set: what the request path counts
-        self._metrics_exporter = None               # metrics_export.MetricsExporter: the HTTP endpoint
+        self._metrics_exporter: MetricsExporter | None = None   # metrics.port set: the HTTP endpoint
         self._channel: RequestChannel | None = None
         self._dispatcher: Dispatcher | None = None
         self._stopped = threading.Event()
@@ -129,8 +137,9 @@ class Broker:
         # client quotas follow the metadata store, which exists once requests arrive
         self.quotas = ClientQuotas.from_config(cfg, lambda: self.metadata)
         # cluster mode: the transaction coordinator's requests wait on other brokers (Dispatcher)
-        if cfg[METRICS_PORT] is not None:
-            self._metrics_exporter = self._metrics_endpoint(listeners[0][1])   # library missing: fails here
+        if (metrics_port := cfg[METRICS_PORT]) is not None:
+            # the library missing fails here
+            self._metrics_exporter = self._metrics_endpoint(listeners[0][1], metrics_port)
         self._dispatcher = dispatcher = Dispatcher(HANDLERS, self.advertised, self.quotas,
                                                    waiting_threads=4 if cfg[ZOOKEEPER_CONNECT] else 0,
                                                    metrics=self.metrics)
@@ -148,7 +157,7 @@ class Broker:
             raise BrokerStartupError(str(e)) from None
         try:
             if self._metrics_exporter is not None:
-                self._start_metrics()    # a busy metrics port fails fast too
+                self._start_metrics(self._metrics_exporter)    # a busy metrics port fails fast too
             if cfg[ZOOKEEPER_CONNECT]:
                 self._join_cluster()  # fails fast: ZooKeeper unreachable, broker.id in use
             try:
@@ -156,14 +165,17 @@ class Broker:
             except errors.KafkaStorageError as e:   # a log dir locked by another broker, unreadable
                 raise BrokerStartupError(str(e)) from None
             self.fetch_purgatory = Purgatory("fetch")
-            self.metadata = EmbeddedMetadata(cfg.log_dirs[0]) if self.cluster is None else self.cluster.metadata
-            self.dynamic_config = DynamicBrokerConfig(cfg, self.metadata, self.broker_id)
+            zk_metadata = self.cluster.metadata if self.cluster is not None else None
+            assert self.cluster is None or zk_metadata is not None, "_join_cluster's connect() started it"
+            self.metadata = metadata = EmbeddedMetadata(cfg.log_dirs[0]) if zk_metadata is None else zk_metadata
+            self.dynamic_config = DynamicBrokerConfig(cfg, metadata, self.broker_id)
             self.dynamic_config.refresh()
-            manager = TopicManager if self.cluster is None else ClusterTopicManager
-            self.topics = manager(self.dynamic_config.current, self.logs, self.metadata, self.fetch_purgatory)
-            self.metadata.add_listener(self._follow_dynamic_config)
+            current = self.dynamic_config.current
+            self.topics = (TopicManager(current, self.logs, metadata, self.fetch_purgatory) if zk_metadata is None
+                           else ClusterTopicManager(current, self.logs, zk_metadata, self.fetch_purgatory))
+            metadata.add_listener(self._follow_dynamic_config)
             self.topics.load()
-            self.authorizer = authorizer_from_config(cfg, self.metadata.acls)
+            self.authorizer = authorizer_from_config(cfg, metadata.acls)
             try:
                 self.socket_server.listen()   # the logs are recovered: connections may come
             except ListenerError as e:
@@ -173,7 +185,7 @@ class Broker:
                 self.replicas = ReplicaManager(cfg, self.topics, self.metadata, self.fetch_purgatory, self.metrics)
                 self.replicas.reconfigure(self.dynamic_config.current)
                 self.replicas.start()
-                self._register()
+                self._register(self.cluster)
         except BaseException:
             self.socket_server.shutdown(0.1)
             if self._metrics_exporter is not None:
@@ -191,16 +203,16 @@ class Broker:
             # then, or once an internal topic exists (see _coordinate_internal_topics)
             self.group_coordination()
         else:
-            self.metadata.add_listener(self._coordinate_internal_topics)
+            metadata.add_listener(self._coordinate_internal_topics)
             self._coordinate_internal_topics()
         self.services = dispatcher.services = BrokerServices(
-            self.config, self.broker_id, self.logs, self.metadata, self.topics, self.dynamic_config,
+            self.config, self.broker_id, self.logs, metadata, self.topics, self.dynamic_config,
             self.fetch_purgatory, self.fetch_sessions, self.advertised, self.authorizer, self.replicas, self.cluster,
             self.group_coordination, self.endpoint, self.elect_leaders)
         self.socket_server.start()
         self._started = True
         log.info("broker %d started (cluster id %s, %d topics, log dirs %s)", self.broker_id,
-                 self.metadata.cluster_id, len(self.metadata.topics()), ",".join(cfg.log_dirs))
+                 metadata.cluster_id, len(metadata.topics()), ",".join(cfg.log_dirs))
 
     def shutdown(self, timeout: float = 30.0) -> None:
         with self._lock:
@@ -209,12 +221,17 @@ class Broker:
             self._stopped.set()
         if not self._started:
             return
+        purgatory, server, channel, dispatcher, logs = (self.fetch_purgatory, self.socket_server, self._channel,
+                                                        self._dispatcher, self.logs)
+        assert (purgatory is not None and server is not None and channel is not None and dispatcher is not None
+                and logs is not None), "started: startup built them all"
         log.info("broker %d shutting down", self.broker_id)
         if self.cluster is not None and self.config[CONTROLLED_SHUTDOWN_ENABLE]:
+            assert self.replicas is not None, "cluster mode: startup built the replica manager"
             self.replicas.leave()           # no longer follows, so no leader takes it back into an ISR
             self.cluster.controlled_shutdown()
         # answer waiting fetches first so draining processors are not held by them
-        self.fetch_purgatory.shutdown()
+        purgatory.shutdown()
         with self._coordination_lock:
             if self.coordination is not None:
                 self.coordination.stop()  # parked JoinGroup/SyncGroup answer NOT_COORDINATOR
@@ -222,16 +239,16 @@ class Broker:
             self.cluster.stop()  # step down and deregister first: clients move on at once
         if self.replicas is not None:
             self.replicas.stop()  # fetchers stop before the logs close; acks=all waits answer
-        self.socket_server.shutdown(timeout)
-        self._channel.shutdown(timeout)
-        self._dispatcher.shutdown(timeout)
-        self.logs.shutdown()
+        server.shutdown(timeout)
+        channel.shutdown(timeout)
+        dispatcher.shutdown(timeout)
+        logs.shutdown()
         if self._metrics_exporter is not None:
             self._metrics_exporter.stop()
         log.info("broker %d stopped", self.broker_id)
 
     # --- metrics (metrics.port) ---
-    def _metrics_endpoint(self, listener_host: str):
+    def _metrics_endpoint(self, listener_host: str, port: int) -> MetricsExporter:
         """The metrics endpoint, not yet listening. It binds ``metrics.host``, else the first
         listener's host (a loopback broker does not publish its metrics to the network); an
         empty host means every interface."""
@@ -240,14 +257,14 @@ class Broker:
         host = cfg[METRICS_HOST] if cfg[METRICS_HOST] is not None else listener_host
         self.metrics = BrokerMetrics()
         try:
-            return MetricsExporter(self, self.metrics, host or "0.0.0.0", cfg[METRICS_PORT])
+            return MetricsExporter(self, self.metrics, host or "0.0.0.0", port)
         except MetricsError as e:
             raise BrokerStartupError(str(e)) from None
 
-    def _start_metrics(self) -> None:
+    def _start_metrics(self, exporter: MetricsExporter) -> None:
         from .metrics_export import MetricsError   # noqa: PLC0415
         try:
-            self._metrics_exporter.start()
+            exporter.start()
         except MetricsError as e:
             raise BrokerStartupError(str(e)) from None
 
@@ -266,14 +283,14 @@ class Broker:
             raise BrokerStartupError(str(e)) from None
         self.cluster = node
 
-    def _register(self) -> None:
+    def _register(self, node: ClusterNode) -> None:
         from fastkafka.cluster.node import ClusterStartupError  # noqa: PLC0415
         endpoints = []
         for name, _, _ in (parse_listener(s) for s in self.config[LISTENERS]):
             host, port = self.endpoint(name)
             endpoints.append(f"{name}://{host}:{port}")
         try:
-            self.cluster.register(endpoints, {name: sec.protocol for name, sec in self.listener_security.items()})
+            node.register(endpoints, {name: sec.protocol for name, sec in self.listener_security.items()})
         except ClusterStartupError as e:
             raise BrokerStartupError(str(e)) from None
 
@@ -297,10 +314,12 @@ class Broker:
 
     def _follow_dynamic_config(self) -> None:
         # a metadata change: dynamic broker configs altered through any broker take effect here
-        if self.dynamic_config.refresh():
-            self.topics.reconfigure(self.dynamic_config.current)
+        dynamic, topics = self.dynamic_config, self.topics
+        assert dynamic is not None and topics is not None, "startup adds this listener once both exist"
+        if dynamic.refresh():
+            topics.reconfigure(dynamic.current)
             if self.replicas is not None:
-                self.replicas.reconfigure(self.dynamic_config.current)
+                self.replicas.reconfigure(dynamic.current)
 
     def _coordinate_internal_topics(self) -> None:
         """Cluster mode: once ``__consumer_offsets`` or ``__transaction_state`` exists, this
@@ -309,7 +328,9 @@ class Broker:
         here). Called on kazoo's thread: the service is built on one of its own."""
         if self.coordination is not None or self._coordination_starting:
             return
-        if any(self.topics.get(t) is not None for t in INTERNAL_TOPICS):
+        topics = self.topics
+        assert topics is not None, "startup adds this listener once the topic manager exists"
+        if any(topics.get(t) is not None for t in INTERNAL_TOPICS):
             self._coordination_starting = True
             threading.Thread(target=self.group_coordination, name="fastkafka-coordination-start",
                              daemon=True).start()
@@ -326,17 +347,20 @@ class Broker:
         Kafka error that prevented it; an elected leader is awaited in this broker's metadata
         (as Kafka's DelayedElectLeader does) until ``timeout_ms`` (then REQUEST_TIMED_OUT)."""
         if self.cluster is None:       # one broker leads everything: there is never anyone to elect
+            assert self.metadata is not None, "handlers run once startup built the metadata"
             topics = self.metadata.topics()
             wanted = partitions if partitions is not None else [
                 (t, p) for t, info in topics.items() for p in range(info.partitions)]
             return {(t, p): election_not_needed() if t in topics and 0 <= p < topics[t].partitions
                     else no_such_partition() for t, p in wanted}
+        zk_metadata = self.cluster.metadata
+        assert zk_metadata is not None, "the node connected in startup"
         results = self.controller.elect_leaders(election_type, partitions)
         deadline = time.monotonic() + timeout_ms / 1000
         for tp, leader in results.items():
             if not isinstance(leader, int):
                 continue
-            while (view := self.metadata.partition(*tp)) is None or view.leader != leader:
+            while (view := zk_metadata.partition(*tp)) is None or view.leader != leader:
                 if time.monotonic() >= deadline:
                     results[tp] = errors.RequestTimedOutError("The elected leader was not seen in time.")
                     break
@@ -352,7 +376,7 @@ class Broker:
     @property
     def port(self) -> int:
         """The first listener's bound port (useful with port 0)."""
-        return next(iter(self.socket_server.bound.values()))[1]
+        return next(iter(self._bound().values()))[1]
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """(host, port) clients should use for ``listener``: advertised.listeners, else the bound address."""
@@ -360,9 +384,14 @@ class Broker:
             name, host, port = parse_listener(spec)
             if name == listener:
                 return host or socket.getfqdn(), port
-        host, port = self.socket_server.bound[listener]
+        host, port = self._bound()[listener]
         return (host if host not in ("", "0.0.0.0", "::") else socket.getfqdn()), port
+
+    def _bound(self) -> dict[str, tuple[str, int]]:
+        assert self.socket_server is not None, "startup binds the listeners first"
+        return self.socket_server.bound
 
     @property
     def cluster_id(self) -> str:
+        assert self.metadata is not None, "startup reads the cluster id with the metadata"
         return self.metadata.cluster_id

@@ -135,7 +135,9 @@ class Connection:
         """Continue the current response; True once it is fully sent. ``last_active`` is when
         the write began."""
         self.last_active = time.monotonic()
-        done = self.send.write_to(self.sock) if self.tls is None else self.send.write_tls_to(self.tls)
+        send = self.send
+        assert send is not None, "the processor writes a connection only while a response is pending"
+        done = send.write_to(self.sock) if self.tls is None else send.write_tls_to(self.tls)
         if done:
             self.send = None
         return done

@@ -108,14 +108,14 @@ def parse_ip_overrides(entries) -> dict[str, int]:
     >>> parse_ip_overrides(["127.0.0.1:5", "[::1]:7"])
     {'127.0.0.1': 5, '::1': 7}
     """
-    out = {}
+    out: dict[str, int] = {}
     for entry in entries:
         host, sep, count = entry.strip().rpartition(":")
         if not sep or not count.strip().isdigit():
             raise ListenerError(f"max.connections.per.ip.overrides: {entry!r} is not host:count")
         host = host.strip("[]")
         try:
-            ip = socket.getaddrinfo(host, None)[0][4][0]
+            ip = str(socket.getaddrinfo(host, None)[0][4][0])   # an IP sockaddr starts with the address text
         except socket.gaierror as e:
             raise ListenerError(f"max.connections.per.ip.overrides: cannot resolve {host!r}: {e}") from None
         out[ip] = int(count)
