@@ -1,5 +1,5 @@
 import ssl
-from collections.abc import Buffer
+from typing_extensions import Buffer
 
 SAME_OPENSSL: bool
 """CPython's ``_ssl`` runs on the OpenSSL this module is linked to."""

@@ -34,7 +34,8 @@ from cpython.ref cimport PyObject
 from libc.errno cimport errno, EAGAIN, EINTR
 from libc.string cimport strerror
 
-import ssl as _ssl
+import ssl
+import _ssl as cpython_ssl      # the C module under ssl: its SSLObject's type and its file
 
 cdef extern from "<errno.h>" nogil:
     int EWOULDBLOCK
@@ -87,7 +88,7 @@ cdef enum ReadEnd:
 
 cdef bint _same_openssl():
     """True when CPython's ``_ssl`` calls the OpenSSL this module is linked to."""
-    path = getattr(_ssl._ssl, "__file__", None)     # None: _ssl built into the interpreter
+    path = getattr(cpython_ssl, "__file__", None)     # None: _ssl built into the interpreter
     if path is None:
         return False
     cdef bytes name = path.encode()
@@ -190,9 +191,9 @@ cdef int _read_loop(SSL *ssl, int fd, char *out, size_t want, char *raw, size_t 
 cdef object _ssl_error(unsigned long code):
     cdef char text[256]
     if code == 0:
-        return _ssl.SSLError("TLS record refused")
+        return ssl.SSLError("TLS record refused")
     ERR_error_string_n(code, text, sizeof(text))
-    return _ssl.SSLError(text.decode(errors="replace"))
+    return ssl.SSLError(text.decode(errors="replace"))
 
 
 def reader_for(sslobj, int fd):
@@ -201,7 +202,7 @@ def reader_for(sslobj, int fd):
     if not SAME_OPENSSL:
         return None
     inner = getattr(sslobj, "_sslobj", None)
-    if type(inner) is not _ssl._ssl._SSLSocket:
+    if type(inner) is not cpython_ssl._SSLSocket:
         return None
     cdef void *ptr = (<fk_PySSLSocketHead *><PyObject *>inner).ssl
     if ptr == NULL or SSL_get_ex_data(<SSL *>ptr, 0) != <void *>inner:
