@@ -55,11 +55,11 @@ cdef extern from "<openssl/ssl.h>" nogil:
         pass
     ctypedef struct BIO:
         pass
-    int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
-    int SSL_read(SSL *ssl, void *buf, int num)
-    int SSL_get_error(const SSL *ssl, int ret)
-    BIO *SSL_get_rbio(const SSL *ssl)
-    void *SSL_get_ex_data(const SSL *ssl, int idx)
+    int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
+    int SSL_read(SSL *s, void *buf, int num)
+    int SSL_get_error(const SSL *s, int ret)
+    BIO *SSL_get_rbio(const SSL *s)
+    void *SSL_get_ex_data(const SSL *s, int idx)
     int SSL_ERROR_NONE, SSL_ERROR_WANT_READ, SSL_ERROR_ZERO_RETURN, SSL_ERROR_SYSCALL
     int BIO_write(BIO *b, const void *data, int dlen)
 
@@ -153,20 +153,20 @@ cdef class TlsReader:
         return got
 
 
-cdef int _read_loop(SSL *ssl, int fd, char *out, size_t want, char *raw, size_t rawcap,
+cdef int _read_loop(SSL *tls, int fd, char *out, size_t want, char *raw, size_t rawcap,
                     size_t *got, int *err, unsigned long *code) noexcept nogil:
     cdef size_t n
     cdef ssize_t k
     cdef int reason
-    cdef BIO *rbio = SSL_get_rbio(ssl)
+    cdef BIO *rbio = SSL_get_rbio(tls)
     if rawcap > 0x7fffffff:
         rawcap = 0x7fffffff
     ERR_clear_error()
     while got[0] < want:
-        if SSL_read_ex(ssl, out + got[0], want - got[0], &n) == 1:
+        if SSL_read_ex(tls, out + got[0], want - got[0], &n) == 1:
             got[0] += n
             continue
-        reason = SSL_get_error(ssl, 0)
+        reason = SSL_get_error(tls, 0)
         if reason == SSL_ERROR_ZERO_RETURN:
             return STREAM_END
         if reason != SSL_ERROR_WANT_READ:
