@@ -195,6 +195,8 @@ class Dispatcher:
             if not session.authenticated:
                 log.info("closing %s: unexpected %s request during SASL authentication",
                          request.connection_id, P.API_NAMES.get(key, f"api key {key}"))
+                if self.metrics is not None:     # Kafka's IllegalSaslStateException: a failed authentication
+                    self.metrics.authentication_failed(request.listener)
                 request.close_connection()
                 return
             if session.expired(time.monotonic()):
@@ -268,9 +270,12 @@ class Dispatcher:
         except AuthenticationFailed as e:
             log.info("closing %s: SASL authentication failed: %s", request.connection_id, e)
             if self.metrics is not None:
-                self.metrics.authentication_failed()
+                self.metrics.authentication_failed(request.listener)
             request.close_connection(session.security.failed_auth_delay_ms / 1000.0)
             return
+        if session.authenticator is None and self.metrics is not None:
+            # done; the unframed exchange predates re-authentication (KIP-368)
+            self.metrics.authenticated(request.listener, can_reauthenticate=False)
         request.respond([len(reply).to_bytes(4, "big"), reply])
 
     def _error_response(self, key: int, version: int, body, exc: BaseException):

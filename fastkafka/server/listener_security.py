@@ -92,7 +92,7 @@ class Session:
     connection's current request only (one request in flight per connection)."""
 
     __slots__ = ("security", "principal", "mechanism", "authenticator", "expects_raw_token",
-                 "authenticated", "expires_at")
+                 "authenticated", "expires_at", "reauth_began")
 
     def __init__(self, security: ListenerSecurity, peer_cert: dict | None = None):
         """NoMatchingRule when ``ssl.principal.mapping.rules`` cannot name the certificate."""
@@ -104,6 +104,7 @@ class Session:
         self.expects_raw_token = False     # SaslHandshake v0: the next frame is a bare token
         self.authenticated = not security.sasl
         self.expires_at = 0.0              # monotonic end of a SASL session (0: none)
+        self.reauth_began = 0.0            # when the running re-authentication's SaslHandshake came
 
     def expired(self, now: float) -> bool:
         return self.expires_at != 0.0 and now >= self.expires_at

@@ -32,8 +32,21 @@ lower case, ``_total`` on counters, times in seconds instead of ms); the mapping
 * ``kafka_server_delayedoperationpurgatory_purgatorysize{delayedoperation}`` -- DelayedOperationPurgatory PurgatorySize
 * ``kafka_server_socketservermetrics_connection_count`` -- socket-server-metrics connection-count
 * ``kafka_network_processor_idle_seconds_total{networkprocessor}`` -- Processor IdlePercent (take its rate())
-* ``kafka_server_socketservermetrics_failed_authentication_total`` -- socket-server-metrics failed-authentication-total
-  (failed SASL exchanges and TLS handshakes, as Kafka counts them)
+* ``kafka_server_socketservermetrics_successful_authentication_total{listener}`` -- socket-server-metrics
+  successful-authentication-total (take its rate() for -rate): connections that became ready, as Kafka counts
+  them: every PLAINTEXT connection, SSL ones once their handshake is done, SASL ones once authenticated
+* ``kafka_server_socketservermetrics_failed_authentication_total{listener}`` -- failed-authentication-total
+  (failed SASL exchanges and TLS handshakes)
+* ``kafka_server_socketservermetrics_successful_reauthentication_total{listener}`` -- successful-reauthentication-total
+  (KIP-368)
+* ``kafka_server_socketservermetrics_failed_reauthentication_total{listener}`` -- failed-reauthentication-total
+* ``kafka_server_socketservermetrics_successful_authentication_no_reauth_total{listener}`` --
+  successful-authentication-no-reauth-total: authenticated connections whose client cannot re-authenticate
+  (SaslAuthenticate v0 or the unframed v0 exchange; PLAINTEXT and SSL connections)
+* ``kafka_server_socketservermetrics_reauthentication_latency_seconds{listener}`` (count, sum) and
+  ``..._reauthentication_latency_max_seconds{listener}`` -- reauthentication-latency-avg/-max: from the
+  re-authenticating SaslHandshake to the exchange's end (the max since start-up; Kafka's is over its last
+  sample windows)
 * ``kafka_log_logflushstats_logflushrateandtime_seconds`` -- kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs
 * ``kafka_log_log_size{topic,partition}`` -- kafka.log:type=Log,name=Size
 * ``kafka_log_log_numlogsegments{topic,partition}`` -- kafka.log:type=Log,name=NumLogSegments
@@ -66,8 +79,8 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 
-__all__ = ["BrokerMetrics", "TopicCounts", "RequestTimes", "TIME_BUCKETS", "QUEUE", "LOCAL", "REMOTE", "SEND",
-           "TOTAL"]
+__all__ = ["BrokerMetrics", "TopicCounts", "RequestTimes", "AuthCounts", "TIME_BUCKETS", "QUEUE", "LOCAL", "REMOTE",
+           "SEND", "TOTAL"]
 
 #: upper bounds (seconds) of the request-time histograms' buckets; +Inf follows
 TIME_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -107,15 +120,47 @@ class RequestTimes:
             self.sums[i] += v
 
 
+class AuthCounts:
+    """One listener's SASL outcomes (Kafka's socket-server-metrics): counters, and the
+    re-authentications' latency (count, sum and max in seconds)."""
+
+    __slots__ = ("successful", "failed", "successful_reauth", "failed_reauth", "no_reauth", "latency_count",
+                 "latency_sum", "latency_max")
+    successful: int
+    failed: int
+    successful_reauth: int
+    failed_reauth: int
+    no_reauth: int
+    latency_count: int
+    latency_sum: float
+    latency_max: float
+
+    def __init__(self):
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+    def add(self, other: "AuthCounts") -> None:
+        for name in self.__slots__:
+            if name != "latency_max":
+                setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.latency_max = max(self.latency_max, other.latency_max)
+
+
 class _Counts:
     """One thread's counts: only that thread writes them; scrapes read them."""
 
-    __slots__ = ("topics", "requests", "failed_authentications")
+    __slots__ = ("topics", "requests", "authentications")
 
     def __init__(self):
         self.topics: dict[str, TopicCounts] = {}
         self.requests: dict[int, RequestTimes] = {}
-        self.failed_authentications = 0
+        self.authentications: dict[str, AuthCounts] = {}    # by listener
+
+    def auth(self, listener: str) -> AuthCounts:
+        counts = self.authentications.get(listener)
+        if counts is None:
+            counts = self.authentications[listener] = AuthCounts()
+        return counts
 
     def topic(self, topic: str) -> TopicCounts:
         counts = self.topics.get(topic)
@@ -168,8 +213,28 @@ class BrokerMetrics:
         """This broker, following, appended ``nbytes`` of ``topic`` fetched from its leader."""
         self._mine().topic(topic).replication_bytes_in += nbytes
 
-    def authentication_failed(self) -> None:
-        self._mine().failed_authentications += 1
+    # --- SASL (the network layer counts TLS handshakes and connections that need no SASL) ---
+    def authentication_failed(self, listener: str, reauthentication: bool = False) -> None:
+        c = self._mine().auth(listener)
+        if reauthentication:
+            c.failed_reauth += 1
+        else:
+            c.failed += 1
+
+    def authenticated(self, listener: str, can_reauthenticate: bool) -> None:
+        """A SASL exchange completed on a new connection."""
+        c = self._mine().auth(listener)
+        c.successful += 1
+        if not can_reauthenticate:
+            c.no_reauth += 1
+
+    def reauthenticated(self, listener: str, latency_s: float) -> None:
+        c = self._mine().auth(listener)
+        c.successful_reauth += 1
+        c.latency_count += 1
+        c.latency_sum += latency_s
+        if latency_s > c.latency_max:
+            c.latency_max = latency_s
 
     def request_done(self, api_key: int, received: float, started: float, returned: float, queued: float,
                      sent: float) -> None:
@@ -223,6 +288,13 @@ class BrokerMetrics:
                 total.add(t)
         return out
 
-    @property
-    def failed_authentications(self) -> int:
-        return sum(c.failed_authentications for c in self._threads())
+    def authentications(self) -> dict[str, AuthCounts]:
+        """Every listener's SASL outcomes."""
+        out: dict[str, AuthCounts] = {}
+        for counts in self._threads():
+            for listener, c in list(counts.authentications.items()):
+                total = out.get(listener)
+                if total is None:
+                    total = out[listener] = AuthCounts()
+                total.add(c)
+        return out

@@ -28,7 +28,7 @@ from __future__ import annotations
 from fastkafka import protocol as P
 from fastkafka.metrics_http import MetricsEndpoint, MetricsError
 
-from .metrics import LOCAL, QUEUE, REMOTE, SEND, TIME_BUCKETS, TOTAL, BrokerMetrics
+from .metrics import LOCAL, QUEUE, REMOTE, SEND, TIME_BUCKETS, TOTAL, AuthCounts, BrokerMetrics
 from .partition import LEADER
 
 try:
@@ -56,6 +56,15 @@ _TIME_PARTS = ((TOTAL, "totaltime", "Request time from frame read to the respons
                (REMOTE, "remotetime", "Time a request waited in a purgatory (long poll, acks=all)."),
                (SEND, "responsesendtime", "Time from response queued to its last byte written."))
 _BOUNDS = [repr(b) for b in TIME_BUCKETS] + ["+Inf"]
+# socket-server-metrics, in the order _authentications gives their values
+_AUTH_COUNTERS = (
+    ("successful_authentication", "Connections authenticated (PLAINTEXT ones when opened, SSL ones after the "
+                                  "handshake, SASL ones after the exchange)."),
+    ("failed_authentication", "Failed SASL authentications and TLS handshakes."),
+    ("successful_reauthentication", "Successful SASL re-authentications (KIP-368)."),
+    ("failed_reauthentication", "Failed SASL re-authentications (KIP-368)."),
+    ("successful_authentication_no_reauth", "Connections authenticated whose client cannot re-authenticate."),
+)
 
 
 class _BrokerCollector:
@@ -127,10 +136,37 @@ class _BrokerCollector:
         for p in server.processors if server is not None else ():
             fam.add_metric([str(p.index)], p.idle_seconds)
         yield fam
-        yield CounterMetricFamily("kafka_server_socketservermetrics_failed_authentication",
-                                  "Failed SASL authentications and TLS handshakes.",
-                                  value=self._metrics.failed_authentications + sum(
-                                      p.failed_handshakes for p in (server.processors if server is not None else ())))
+        yield from self._authentications(server)
+
+    def _authentications(self, server):
+        sasl = self._metrics.authentications()
+        network: dict[str, list[int]] = {}     # listener -> [successful, failed] without SASL
+        for p in server.processors if server is not None else ():
+            for listener, counts in p.authentication_counts().items():
+                total = network.setdefault(listener, [0, 0])
+                total[0] += counts[0]
+                total[1] += counts[1]
+        listeners = sorted(set(sasl) | set(network) | set(self._broker.listener_security or ()))
+        prefix = "kafka_server_socketservermetrics_"
+        families = [CounterMetricFamily(prefix + name, doc, labels=["listener"]) for name, doc in _AUTH_COUNTERS]
+        latency = SummaryMetricFamily(prefix + "reauthentication_latency_seconds",
+                                      "Re-authentications (KIP-368): from SaslHandshake to the exchange's end.",
+                                      labels=["listener"])
+        latency_max = GaugeMetricFamily(prefix + "reauthentication_latency_max_seconds",
+                                        "The longest re-authentication since start-up.", labels=["listener"])
+        no_sasl = AuthCounts()
+        for listener in listeners:
+            c = sasl.get(listener, no_sasl)
+            ready, refused = network.get(listener, (0, 0))
+            values = (c.successful + ready, c.failed + refused, c.successful_reauth, c.failed_reauth,
+                      c.no_reauth + ready)
+            for fam, value in zip(families, values):
+                fam.add_metric([listener], value)
+            latency.add_metric([listener], count_value=c.latency_count, sum_value=c.latency_sum)
+            latency_max.add_metric([listener], c.latency_max)
+        yield from families
+        yield latency
+        yield latency_max
 
     def _logs(self):
         logs = self._broker.logs.logs() if self._broker.logs is not None else []

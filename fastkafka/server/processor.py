@@ -199,9 +199,12 @@ class Processor(threading.Thread):
         # array, not attributes, so that no float object made by a turn outlives it
         self._clock = array("d", (0.0, 0.0))
         self._run_since: float | None = None
-        # TLS handshakes that failed or named no principal (Kafka counts them as failed
-        # authentications); written by this thread only, read by the metrics exporter
-        self.failed_handshakes = 0
+        # by listener: [connections ready without SASL (PLAINTEXT; SSL once its handshake is
+        # done), TLS handshakes that failed or named no principal], Kafka's successful and failed
+        # authentications; C ints, so that no int made during a wave of connections outlives it
+        # (see _seq). Written by this thread only, read by the metrics exporter.
+        self._auth_counts = {name: array("q", (0, 0)) for name in self._security}
+        self._auth_other = array("q", (0, 0))      # listeners without security settings (tests)
 
     # --- thread-safe entry points ---
     def assign(self, sock: socket.socket, peer, listener: str) -> None:
@@ -242,6 +245,15 @@ class Processor(threading.Thread):
         self._compactions.append(done)
         self._wakeup()
         return done
+
+    def authentication_counts(self) -> dict[str, tuple[int, int]]:
+        """By listener: (successful, failed) authentications this thread saw without SASL: see
+        :mod:`.metrics`. Thread-safe (a copy)."""
+        return {name: (c[0], c[1]) for name, c in self._auth_counts.items()}
+
+    def _auth(self, listener: str) -> array:
+        counts = self._auth_counts.get(listener)
+        return self._auth_other if counts is None else counts
 
     @property
     def connection_count(self) -> int:
@@ -398,6 +410,8 @@ class Processor(threading.Thread):
             conn = Connection(conn_id, sock, peer, listener, self._max_frame, tls=tls)
             if tls is None:
                 conn.session = Session(security)
+                if not security.sasl:        # ready at once: Kafka counts it authenticated
+                    self._auth(listener)[0] += 1
             self._conns[conn.fd] = conn
             self._set_interest(conn, _READ)
 
@@ -408,7 +422,7 @@ class Processor(threading.Thread):
             want = conn.tls.handshake()
         except (OSError, ValueError) as e:   # plaintext or garbage on a TLS port (ssl.SSLError), or EOF
             log.debug("closing %s: TLS handshake failed: %s", conn.id, e)
-            self.failed_handshakes += 1
+            self._auth(conn.listener)[1] += 1
             self._close(conn)
             return
         if self._quotas.enabled:    # Kafka charges the handshake to the connection's first request
@@ -421,9 +435,11 @@ class Processor(threading.Thread):
             conn.session = Session(self._security[conn.listener], conn.tls.getpeercert() or None)
         except NoMatchingRule as e:      # Kafka refuses a client it cannot name
             log.info("closing %s: %s (ssl.principal.mapping.rules)", conn.id, e)
-            self.failed_handshakes += 1
+            self._auth(conn.listener)[1] += 1
             self._close(conn)
             return
+        if not conn.session.security.sasl:
+            self._auth(conn.listener)[0] += 1
         self._set_interest(conn, _READ)
         if conn.tls.buffered():      # the client's first request came with its last handshake flight
             self._on_readable(conn)

@@ -403,9 +403,10 @@ def test_plaintext_on_tls_port_and_garbage_on_sasl_port_disconnect(secure, certs
 
 
 def failed_authentications(broker) -> float:
-    """The broker's Prometheus counter of failed authentications (SASL and TLS handshakes)."""
+    """The broker's Prometheus counter of failed authentications (SASL and TLS handshakes), all listeners."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=10).read().decode()
-    return float(re.search(r"^kafka_server_socketservermetrics_failed_authentication_total (\S+)$", text, re.M)[1])
+    return sum(float(v) for v in re.findall(
+        r"^kafka_server_socketservermetrics_failed_authentication_total\{listener=\"[^\"]*\"\} (\S+)$", text, re.M))
 
 
 def test_client_certificate_required_and_checked(secure, certs):

@@ -117,7 +117,7 @@ def test_failed_authentications_are_counted(tmp_path):
     b = Broker(KafkaConfig(props))
     b.startup()
     try:
-        name = "kafka_server_socketservermetrics_failed_authentication_total"
+        name = 'kafka_server_socketservermetrics_failed_authentication_total{listener="SASL_PLAINTEXT"}'
         assert scrape(b)[name] == 0
         raw = RawClient(b.port)
         assert raw.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
@@ -135,6 +135,61 @@ def test_failed_authentications_are_counted(tmp_path):
         assert scrape(b)[name] >= 2
     finally:
         b.shutdown(10)
+
+
+def test_authentications_and_re_authentications_are_counted(tmp_path):
+    """Kafka's socket-server-metrics per listener: fastkafka's producer re-authenticating (SCRAM,
+    connections.max.reauth.ms=1000) moves successful-reauthentication and the latency; a wrong
+    password moves failed-authentication; a wrong password on re-authentication
+    failed-reauthentication; SaslAuthenticate v0 counts as a client that cannot re-authenticate,
+    as does every PLAINTEXT connection."""
+    from fastkafka.client import AdminClient, Producer, ProducerData
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_bob="bob-secret";'
+    props = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "d"),
+             "metrics.port": 0, "sasl.enabled.mechanisms": "SCRAM-SHA-256,PLAIN", "connections.max.reauth.ms": 1000,
+             "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas}
+    b = Broker(KafkaConfig(props))
+    b.startup()
+    try:
+        plain, sasl = (b.socket_server.bound[n][1] for n in ("PLAINTEXT", "SASL_PLAINTEXT"))
+        with AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"}) as admin:
+            admin.alter_user_scram_credentials({("alice", "SCRAM-SHA-256"): ("alice-secret", 4096)})
+        b.topics.create("reauth", 1)
+        before = scrape(b)
+        S, P = '{listener="SASL_PLAINTEXT"}', '{listener="PLAINTEXT"}'
+        assert before[f"kafka_server_socketservermetrics_successful_authentication_total{P}"] >= 1
+        assert before[f"kafka_server_socketservermetrics_successful_authentication_no_reauth_total{P}"] == \
+            before[f"kafka_server_socketservermetrics_successful_authentication_total{P}"]
+        conf = {"bootstrap.servers": f"127.0.0.1:{sasl}", "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": "alice-secret"}
+        with Producer(conf) as p:
+            end = time.monotonic() + 2.5
+            while time.monotonic() < end:
+                p.send(ProducerData("reauth", None, [b"x"]))
+                time.sleep(0.2)     # (the pace of the client's requests)
+            reauths = p.cluster.connection(b.broker_id).reauthentications
+        assert reauths >= 1
+        # the wrong password, first on a new connection, then on re-authenticating one
+        raw = RawClient(sasl)
+        assert raw.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+        assert raw.call(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": b"\0bob\0wrong"}).error_code == 58
+        raw = RawClient(sasl)
+        assert raw.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+        assert raw.call(ApiKey.SASL_AUTHENTICATE, 0, {"auth_bytes": b"\0bob\0bob-secret"}).error_code == 0
+        assert raw.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+        assert raw.call(ApiKey.SASL_AUTHENTICATE, 0, {"auth_bytes": b"\0bob\0wrong"}).error_code == 58
+        after = scrape(b)
+    finally:
+        b.shutdown(10)
+    delta = lambda name: after[f"kafka_server_socketservermetrics_{name}{S}"] - before[  # noqa: E731
+        f"kafka_server_socketservermetrics_{name}{S}"]
+    assert delta("successful_reauthentication_total") >= reauths
+    assert delta("reauthentication_latency_seconds_count") == delta("successful_reauthentication_total")
+    assert 0 < after[f"kafka_server_socketservermetrics_reauthentication_latency_max_seconds{S}"] < 1
+    assert delta("successful_authentication_total") >= 2          # the producer's connection(s) and bob's
+    assert delta("successful_authentication_no_reauth_total") == 1   # bob, with SaslAuthenticate v0
+    assert delta("failed_authentication_total") == 1
+    assert delta("failed_reauthentication_total") == 1
 
 
 def test_metrics_are_off_by_default(tmp_path):

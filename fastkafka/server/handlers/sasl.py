@@ -4,13 +4,15 @@ The mechanism exchange itself lives in :mod:`fastkafka.security`; the connection
 :class:`~fastkafka.server.listener_security.Session` holds its progress. A failed
 authentication is answered at once (SASL_AUTHENTICATION_FAILED, or UNSUPPORTED_SASL_MECHANISM) and
 the connection closed ``connection.failed.authentication.delay.ms`` later, reading nothing more
-meanwhile, as Kafka does.
+meanwhile, as Kafka does. Outcomes are counted per listener for Prometheus (Kafka's
+socket-server-metrics: successful and failed (re-)authentications, re-authentication latency).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import logging
+import time
 
 from fastkafka import errors
 from fastkafka.protocol import ApiKey
@@ -27,6 +29,8 @@ log = logging.getLogger("fastkafka.server")
 
 
 def _fail_later(ctx: RequestContext, response) -> object:
+    if ctx.metrics is not None:
+        ctx.metrics.authentication_failed(ctx.listener, reauthentication=ctx.session.authenticated)
     ctx.send_then_close(response, ctx.session.security.failed_auth_delay_ms / 1000.0)
     return DELAYED
 
@@ -45,6 +49,8 @@ def handle_sasl_handshake(ctx: RequestContext, req):
         # KIP-368: re-authentication is SaslHandshake v1+ with the mechanism of the session
         return _fail_later(ctx, ctx.response(error_code=errors.IllegalSaslStateError.code,
                                              mechanisms=enabled))
+    if session.authenticated:
+        session.reauth_began = ctx.received     # Kafka's re-authentication latency starts here
     session.start(mechanism, raw_tokens=ctx.version == 0)
     return ctx.response(error_code=0, mechanisms=enabled)
 
@@ -60,12 +66,15 @@ def handle_sasl_authenticate(ctx: RequestContext, req):
         reply = session.step(req.auth_bytes)
     except AuthenticationFailed as e:
         log.info("%s: SASL %s authentication failed: %s", ctx.request.connection_id, session.mechanism, e)
-        if ctx.metrics is not None:
-            ctx.metrics.authentication_failed()
         return _fail_later(ctx, ctx.response(
             error_code=e.code, auth_bytes=b"",
             error_message=e.client_message(session.mechanism, reauthentication=reauthentication)))
     lifetime = session.lifetime_ms() if session.authenticator is None else 0
+    if session.authenticator is None and ctx.metrics is not None:
+        if reauthentication:
+            ctx.metrics.reauthenticated(ctx.listener, time.monotonic() - session.reauth_began)
+        else:   # KIP-368: SaslAuthenticate v1+ is a client that can re-authenticate
+            ctx.metrics.authenticated(ctx.listener, can_reauthenticate=ctx.version > 0)
     if reauthentication and session.authenticator is None:
         log.info("%s: %s re-authenticated (SASL %s), session lifetime %d ms", ctx.request.connection_id,
                  session.principal, session.mechanism, lifetime)
