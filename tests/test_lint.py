@@ -4,10 +4,8 @@ Line length is not checked: CLI examples and doctest outputs are verbatim text. 
 the protocol and the log, the layers whose contracts (the Cython modules' ``.pyi``, the Log's
 parts in several files) are most worth checking, over the broker (``fastkafka/server``: the
 request handlers, typed by what their context carries, ``BrokerServices``, and what they reach)
-and over the group and transaction coordinators (``fastkafka/coordinator``), except the few
-server files listed in ``MYPY_NOT_YET``."""
+and over the group and transaction coordinators (``fastkafka/coordinator``)."""
 import os
-import re
 import subprocess
 import sys
 
@@ -23,18 +21,12 @@ def test_pyflakes_finds_nothing():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-# server files mypy still reports errors in: they were being changed for other work when the rest
-# was made clean; each leaves this list with the change that makes it clean
-MYPY_NOT_YET = ["fastkafka/server/metrics.py", "fastkafka/server/processor.py"]
-
-
 def test_mypy_finds_nothing_in_protocol_log_server_and_coordinator():
     mypy = os.path.join(os.path.dirname(sys.executable), "mypy")
     assert os.path.exists(mypy), "mypy is a declared test dependency (pip install -e '.[test]')"
-    # silent: what these import is read for its types but not reported on (MYPY_NOT_YET's files too)
-    excluded = [arg for path in MYPY_NOT_YET for arg in ("--exclude", "^" + re.escape(path) + "$")]
+    # silent: what these import is read for its types but not reported on
     out = subprocess.run([mypy, "--no-incremental", "--ignore-missing-imports", "--follow-imports=silent",
-                          *excluded, "fastkafka/protocol", "fastkafka/log", "fastkafka/server",
+                          "fastkafka/protocol", "fastkafka/log", "fastkafka/server",
                           "fastkafka/coordinator"],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr

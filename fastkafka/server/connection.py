@@ -27,12 +27,16 @@ import socket
 import struct
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from fastkafka._core.transfer import frame_buffer
 from fastkafka.protocol import FrameDecoder, FramingError
 
 from .send import Send
 from .tls_transport import TlsTransport
+
+if TYPE_CHECKING:
+    from .listener_security import Session
 
 __all__ = ["Connection", "FrameError", "SCRATCH_BYTES"]
 
@@ -62,8 +66,8 @@ class Connection:
         self.tls = tls
         self._recv_into = sock.recv_into if tls is None else tls.recv_into
         self.handshaking = tls is not None   # the TLS handshake runs before any frame is read
-        self.session = None         # listener_security.Session, set once the connection is ready
-        self.close_after_send: float | None = None  # seconds: the response going out is the last
+        self.session: Session | None = None     # set once the connection is ready
+        self.close_after_send = False   # the response going out is the last
         self.unmute_at: float | None = None  # monotonic time a throttled connection reads again
         self.frames: deque[memoryview] = deque()   # complete frames not yet dispatched
         self._decoder = FrameDecoder(max_frame)

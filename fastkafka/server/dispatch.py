@@ -144,7 +144,7 @@ class RequestContext:
             done(now)
 
     def send_then_close(self, response, delay_s: float) -> None:
-        """Answer now, close the connection ``delay_s`` later (a failed authentication)."""
+        """Answer ``delay_s`` from now, then close the connection (a failed authentication)."""
         if self.metrics is not None:
             self._record_time(self.metrics, True)
         chunks = self.encode(response)

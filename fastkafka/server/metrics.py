@@ -94,6 +94,15 @@ class TopicCounts:
 
     __slots__ = ("messages_in", "bytes_in", "bytes_out", "replication_bytes_out", "replication_bytes_in",
                  "produce_requests", "fetch_requests", "failed_produce", "failed_fetch")
+    messages_in: int
+    bytes_in: int
+    bytes_out: int
+    replication_bytes_out: int
+    replication_bytes_in: int
+    produce_requests: int
+    fetch_requests: int
+    failed_produce: int
+    failed_fetch: int
 
     def __init__(self):
         for name in self.__slots__:

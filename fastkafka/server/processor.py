@@ -76,13 +76,12 @@ class _NoQuotas:
 
 
 class _Last:
-    """A response after which the connection closes, ``delay_s`` later (a failed authentication)."""
+    """A response after which the connection closes (a failed authentication)."""
 
-    __slots__ = ("chunks", "delay_s")
+    __slots__ = ("chunks",)
 
-    def __init__(self, chunks, delay_s: float):
+    def __init__(self, chunks):
         self.chunks = chunks
-        self.delay_s = delay_s
 
 
 class _Throttled:
@@ -99,18 +98,20 @@ class _Throttled:
 class Request:
     """One received frame and the way back to its connection; complete it exactly once.
 
-    ``frame`` is a writable ``bytearray`` owned by the handler from now on.
+    ``frame`` is a writable buffer owned by the handler from now on.
     """
 
     __slots__ = ("processor", "conn", "frame", "received", "listener", "session")
 
-    def __init__(self, processor: "Processor", conn: Connection, frame: bytearray):
+    def __init__(self, processor: "Processor", conn: Connection, frame: bytearray | memoryview):
         self.processor = processor
         self.conn = conn
         self.frame = frame
         self.received = time.monotonic()
         self.listener = conn.listener
-        self.session: Session = conn.session
+        session = conn.session
+        assert session is not None, "a connection's frames are read only once it has its session"
+        self.session: Session = session
 
     @property
     def connection_id(self) -> str:
@@ -136,11 +137,12 @@ class Request:
         self.processor.complete(self.conn, _CLOSE, delay_s)
 
     def respond_then_close(self, chunks: list, delay_s: float) -> None:
-        """Send a last response now and close the connection ``delay_s`` later, reading nothing
-        more meanwhile (Kafka's answer to a failed authentication:
-        ``connection.failed.authentication.delay.ms`` makes guessing slow, and the client reads
-        the error before the connection goes)."""
-        self.processor.complete(self.conn, _Last(chunks, delay_s))
+        """Send a last response ``delay_s`` from now, reading nothing meanwhile, then close the
+        connection: Kafka's answer to a failed authentication, whose
+        ``connection.failed.authentication.delay.ms`` holds back the error as well as the close
+        (Selector's delayed close sends it), so a client guessing passwords waits that long for
+        each answer whatever it does with the connection."""
+        self.processor.complete(self.conn, _Last(chunks), delay_s)
 
     def respond_then_mute(self, chunks: list | None, delay_s: float) -> None:
         """Send ``chunks`` now (None: no response, as for acks=0), then read nothing more from
@@ -180,7 +182,7 @@ class Processor(threading.Thread):
         self._wake_fd = self._wake_r.fileno()
         self._ep.register(self._wake_fd, select.EPOLLIN)
         self._wake_pending = False
-        self._new: deque[tuple[socket.socket, object, str]] = deque()
+        self._new: deque[tuple[socket.socket, tuple, str]] = deque()   # (socket, peer, listener)
         self._completions: deque[tuple[Connection, object]] = deque()
         self._later: deque[tuple[float, Connection, object]] = deque()  # delayed completions, any thread
         self._due: list[tuple[float, int, Connection, object]] = []      # their heap, loop thread only
@@ -191,7 +193,7 @@ class Processor(threading.Thread):
         self._seq = itertools.count(1)
         self._compactions: deque[threading.Event] = deque()
         self._compacted: deque[threading.Event] = deque()   # set just before the next wait
-        self._draining = False
+        self._draining: bool | str = False      # "now": in-flight requests are no longer waited for
         self._stopped = threading.Event()
         self._tid = -1                           # this thread's ident once running
         self._dispatching: Connection | None = None  # whose request _submit is running inline
@@ -418,8 +420,10 @@ class Processor(threading.Thread):
     def _handshake(self, conn: Connection) -> None:
         """Advance a TLS handshake; once done the connection reads frames like any other."""
         conn.last_active = time.monotonic()
+        tls = conn.tls
+        assert tls is not None, "only a TLS connection handshakes"
         try:
-            want = conn.tls.handshake()
+            want = tls.handshake()
         except (OSError, ValueError) as e:   # plaintext or garbage on a TLS port (ssl.SSLError), or EOF
             log.debug("closing %s: TLS handshake failed: %s", conn.id, e)
             self._auth(conn.listener)[1] += 1
@@ -432,16 +436,16 @@ class Processor(threading.Thread):
             return
         conn.handshaking = False
         try:
-            conn.session = Session(self._security[conn.listener], conn.tls.getpeercert() or None)
+            session = conn.session = Session(self._security[conn.listener], tls.getpeercert() or None)
         except NoMatchingRule as e:      # Kafka refuses a client it cannot name
             log.info("closing %s: %s (ssl.principal.mapping.rules)", conn.id, e)
             self._auth(conn.listener)[1] += 1
             self._close(conn)
             return
-        if not conn.session.security.sasl:
+        if not session.security.sasl:
             self._auth(conn.listener)[0] += 1
         self._set_interest(conn, _READ)
-        if conn.tls.buffered():      # the client's first request came with its last handshake flight
+        if tls.buffered():      # the client's first request came with its last handshake flight
             self._on_readable(conn)
 
     def _set_interest(self, conn: Connection, events: int) -> None:
@@ -529,7 +533,7 @@ class Processor(threading.Thread):
             conn.muted = False
             return True
         if type(response) is _Last:
-            conn.close_after_send = response.delay_s
+            conn.close_after_send = True
             response = response.chunks
         elif type(response) is _Throttled:
             conn.unmute_at = response.until
@@ -548,6 +552,7 @@ class Processor(threading.Thread):
     def _stay_muted(self, conn: Connection) -> bool:
         """The response is out; read nothing until the connection's throttle ends."""
         until, conn.unmute_at = conn.unmute_at, None
+        assert until is not None, "called only for a connection being throttled"
         self._set_interest(conn, 0)
         self.complete(conn, _UNMUTE, until - time.monotonic())
         return False
@@ -575,9 +580,8 @@ class Processor(threading.Thread):
             # what no callback charged is dropped: each response settles its connection's time
             # (Kafka resets it on every send completed)
             conn.network_s = 0.0
-            if conn.close_after_send is not None:   # stays muted until closed
-                self._set_interest(conn, 0)
-                self.complete(conn, _CLOSE, conn.close_after_send)
+            if conn.close_after_send:
+                self._close(conn)
                 return False
             if conn.unmute_at is not None:
                 return self._stay_muted(conn)

@@ -2,10 +2,11 @@
 
 The mechanism exchange itself lives in :mod:`fastkafka.security`; the connection's
 :class:`~fastkafka.server.listener_security.Session` holds its progress. A failed
-authentication is answered at once (SASL_AUTHENTICATION_FAILED, or UNSUPPORTED_SASL_MECHANISM) and
-the connection closed ``connection.failed.authentication.delay.ms`` later, reading nothing more
-meanwhile, as Kafka does. Outcomes are counted per listener for Prometheus (Kafka's
-socket-server-metrics: successful and failed (re-)authentications, re-authentication latency).
+authentication is answered (SASL_AUTHENTICATION_FAILED, or UNSUPPORTED_SASL_MECHANISM)
+``connection.failed.authentication.delay.ms`` later, reading nothing meanwhile, and the connection
+closed behind the answer, as Kafka does: a guesser waits the delay for every answer. Outcomes are
+counted per listener for Prometheus (Kafka's socket-server-metrics: successful and failed
+(re-)authentications, re-authentication latency).
 """
 from __future__ import annotations
 
