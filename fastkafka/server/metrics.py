@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from typing import Callable, Protocol, TypeVar
 
 __all__ = ["BrokerMetrics", "TopicCounts", "RequestTimes", "AuthCounts", "TIME_BUCKETS", "QUEUE", "LOCAL", "REMOTE",
            "SEND", "TOTAL"]
@@ -89,7 +90,21 @@ TIME_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 QUEUE, LOCAL, REMOTE, SEND, TOTAL = range(5)
 
 
-class TopicCounts:
+class _Counters:
+    """Numbers in slots, all 0 at first, added up slot by slot across threads."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __init__(self):
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+    def add(self, other) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class TopicCounts(_Counters):
     """One topic's counters (monotonic ints)."""
 
     __slots__ = ("messages_in", "bytes_in", "bytes_out", "replication_bytes_out", "replication_bytes_in",
@@ -103,10 +118,6 @@ class TopicCounts:
     fetch_requests: int
     failed_produce: int
     failed_fetch: int
-
-    def __init__(self):
-        for name in self.__slots__:
-            setattr(self, name, 0)
 
 
 class RequestTimes:
@@ -129,7 +140,7 @@ class RequestTimes:
             self.sums[i] += v
 
 
-class AuthCounts:
+class AuthCounts(_Counters):
     """One listener's SASL outcomes (Kafka's socket-server-metrics): counters, and the
     re-authentications' latency (count, sum and max in seconds)."""
 
@@ -144,15 +155,18 @@ class AuthCounts:
     latency_sum: float
     latency_max: float
 
-    def __init__(self):
-        for name in self.__slots__:
-            setattr(self, name, 0)
-
     def add(self, other: "AuthCounts") -> None:
-        for name in self.__slots__:
-            if name != "latency_max":
-                setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.latency_max = max(self.latency_max, other.latency_max)
+        latency_max = max(self.latency_max, other.latency_max)     # a maximum, not a count
+        super().add(other)
+        self.latency_max = latency_max
+
+
+class _Summable(Protocol):
+    def add(self, other) -> None: ...
+
+
+K = TypeVar("K")
+C = TypeVar("C", bound=_Summable)
 
 
 class _Counts:
@@ -276,34 +290,23 @@ class BrokerMetrics:
         with self._lock:
             return list(self._all)
 
-    def topic_counts(self) -> dict[str, TopicCounts]:
-        out: dict[str, TopicCounts] = {}
+    def _summed(self, of: Callable[[_Counts], dict[K, C]], make: Callable[[], C]) -> dict[K, C]:
+        """Each key's counts over every thread (``of`` picks which table of a thread's)."""
+        out: dict[K, C] = {}
         for counts in self._threads():
-            for topic, c in list(counts.topics.items()):    # one C call: atomic under the GIL
-                total = out.get(topic)
-                if total is None:
-                    total = out[topic] = TopicCounts()
-                for name in TopicCounts.__slots__:
-                    setattr(total, name, getattr(total, name) + getattr(c, name))
-        return out
-
-    def request_times(self) -> dict[int, RequestTimes]:
-        out: dict[int, RequestTimes] = {}
-        for counts in self._threads():
-            for key, t in list(counts.requests.items()):
+            for key, c in list(of(counts).items()):     # one C call: atomic under the GIL
                 total = out.get(key)
                 if total is None:
-                    total = out[key] = RequestTimes()
-                total.add(t)
+                    total = out[key] = make()
+                total.add(c)
         return out
+
+    def topic_counts(self) -> dict[str, TopicCounts]:
+        return self._summed(lambda counts: counts.topics, TopicCounts)
+
+    def request_times(self) -> dict[int, RequestTimes]:
+        return self._summed(lambda counts: counts.requests, RequestTimes)
 
     def authentications(self) -> dict[str, AuthCounts]:
         """Every listener's SASL outcomes."""
-        out: dict[str, AuthCounts] = {}
-        for counts in self._threads():
-            for listener, c in list(counts.authentications.items()):
-                total = out.get(listener)
-                if total is None:
-                    total = out[listener] = AuthCounts()
-                total.add(c)
-        return out
+        return self._summed(lambda counts: counts.authentications, AuthCounts)
