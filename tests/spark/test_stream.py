@@ -4,6 +4,7 @@ import time
 
 import pytest
 from conftest import create_topic, produce
+from support.waits import wait_for
 
 pytestmark = [pytest.mark.clients, pytest.mark.spark, pytest.mark.timeout(240)]
 
@@ -77,15 +78,6 @@ def _data_batches(q):
     return [p for p in q.recentProgress if p["numInputRows"] > 0]
 
 
-def _wait_for(pred, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)  # poll interval
-    return False
-
-
 def test_min_offsets_per_trigger_waits_for_rows_or_max_trigger_delay(spark, broker, topic_name):
     """minOffsetsPerTrigger=3, maxTriggerDelay=8s: 1 new record waits for the delay; 3 more
     run at once; the first trigger of a run goes through (nothing to read then)."""
@@ -96,17 +88,17 @@ def test_min_offsets_per_trigger_waits_for_rows_or_max_trigger_delay(spark, brok
     q = _memory_query(spark, broker, topic_name, name, minOffsetsPerTrigger="3",
                       maxTriggerDelay="8s")
     try:
-        assert _wait_for(lambda: q.lastProgress is not None, 60)   # first trigger has run
+        wait_for(lambda: q.lastProgress is not None, 60, "the first trigger", interval=0.2)
         produce(broker, topic_name, [{"value": b"0", "partition": 0}])
         time.sleep(3)
         assert _data_batches(q) == [] and q.exception() is None   # 1 < 3 and the delay is not over
-        assert _wait_for(lambda: _data_batches(q), 60), q.exception()
+        wait_for(lambda: _data_batches(q), 60, "a batch with rows", lambda: str(q.exception()), 0.2)
         first_at = time.monotonic()
         assert first_at - began >= delay     # only the delay let the lone record through
         assert [p["numInputRows"] for p in _data_batches(q)] == [1]
         produce(broker, topic_name, [{"value": b"%d" % i, "partition": i % 2} for i in (1, 2, 3)])
         produced = time.monotonic()
-        assert _wait_for(lambda: len(_data_batches(q)) == 2, 60), q.exception()
+        wait_for(lambda: len(_data_batches(q)) == 2, 60, "a second batch with rows", lambda: str(q.exception()), 0.2)
         assert time.monotonic() - produced < delay - 2   # the minimum, not the delay, ran it
         assert [p["numInputRows"] for p in _data_batches(q)] == [1, 3]
         assert sorted(int(r.v) for r in spark.table(name).collect()) == [0, 1, 2, 3]
@@ -121,13 +113,13 @@ def test_min_and_max_offsets_per_trigger_together(spark, broker, topic_name):
     q = _memory_query(spark, broker, topic_name, name, minOffsetsPerTrigger="5",
                       maxOffsetsPerTrigger="4", maxTriggerDelay="10m")
     try:
-        assert _wait_for(lambda: q.lastProgress is not None, 60)
+        wait_for(lambda: q.lastProgress is not None, 60, "the first trigger", interval=0.2)
         produce(broker, topic_name, [{"value": b"%d" % i} for i in range(3)])
         time.sleep(2)  # absence: a batch would have run by now
         assert _data_batches(q) == []
         produce(broker, topic_name, [{"value": b"%d" % i} for i in range(3, 12)])
         # 12 new: a batch of 4 (the max); 8 left >= 5: another 4; then 4 < 5 waits (10m delay)
-        assert _wait_for(lambda: len(_data_batches(q)) >= 2, 60), q.exception()
+        wait_for(lambda: len(_data_batches(q)) >= 2, 60, "two batches with rows", lambda: str(q.exception()), 0.2)
         time.sleep(2)  # absence: a batch would have run by now
         assert [p["numInputRows"] for p in _data_batches(q)] == [4, 4]
     finally:
