@@ -56,11 +56,11 @@ cdef extern from "<openssl/ssl.h>" nogil:
     ctypedef struct BIO:
         pass
     int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
-    int SSL_read(SSL *s, void *buf, int num)
+    int SSL_read(SSL *s, void *buf, int num)      # only its address: is _ssl's OpenSSL ours?
     int SSL_get_error(const SSL *s, int ret)
     BIO *SSL_get_rbio(const SSL *s)
     void *SSL_get_ex_data(const SSL *s, int idx)
-    int SSL_ERROR_NONE, SSL_ERROR_WANT_READ, SSL_ERROR_ZERO_RETURN, SSL_ERROR_SYSCALL
+    int SSL_ERROR_WANT_READ, SSL_ERROR_ZERO_RETURN
     int BIO_write(BIO *b, const void *data, int dlen)
 
 cdef extern from "<openssl/err.h>" nogil:
@@ -68,8 +68,8 @@ cdef extern from "<openssl/err.h>" nogil:
     unsigned long ERR_get_error()
     void ERR_error_string_n(unsigned long e, char *buf, size_t len)
 
-# CPython's PySSLSocket (Modules/_ssl.c, 3.8 to 3.13): the object header, the weakref to the
-# socket, then the SSL pointer.
+# CPython's PySSLSocket (Modules/_ssl.c): the object header, the weakref to the socket, then the
+# SSL pointer, first fields that no Python 3 release has changed.
 cdef extern from *:
     """
     typedef struct { PyObject_HEAD PyObject *Socket; void *ssl; } fk_PySSLSocketHead;
