@@ -67,7 +67,7 @@ class Connection:
         self._recv_into = sock.recv_into if tls is None else tls.recv_into
         self.handshaking = tls is not None   # the TLS handshake runs before any frame is read
         self.session: Session | None = None     # set once the connection is ready
-        self.close_after_send = False   # the response going out is the last
+        self.close_after_send: float | None = None  # seconds: the response going out is the last
         self.unmute_at: float | None = None  # monotonic time a throttled connection reads again
         self.frames: deque[memoryview] = deque()   # complete frames not yet dispatched
         self._decoder = FrameDecoder(max_frame)

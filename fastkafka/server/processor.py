@@ -76,12 +76,13 @@ class _NoQuotas:
 
 
 class _Last:
-    """A response after which the connection closes (a failed authentication)."""
+    """A response after which the connection closes, ``linger_s`` later (a failed authentication)."""
 
-    __slots__ = ("chunks",)
+    __slots__ = ("chunks", "linger_s")
 
-    def __init__(self, chunks):
+    def __init__(self, chunks, linger_s: float):
         self.chunks = chunks
+        self.linger_s = linger_s
 
 
 class _Throttled:
@@ -141,8 +142,11 @@ class Request:
         connection: Kafka's answer to a failed authentication, whose
         ``connection.failed.authentication.delay.ms`` holds back the error as well as the close
         (Selector's delayed close sends it), so a client guessing passwords waits that long for
-        each answer whatever it does with the connection."""
-        self.processor.complete(self.conn, _Last(chunks), delay_s)
+        each answer whatever it does with the connection. Kafka closes right behind the answer;
+        here the close comes ``delay_s`` after it, because a client that reads the answer and the
+        end of the stream in one go may drop the answer (kafka-python 3.0 reports a lost
+        connection instead of the failed authentication)."""
+        self.processor.complete(self.conn, _Last(chunks, delay_s), delay_s)
 
     def respond_then_mute(self, chunks: list | None, delay_s: float) -> None:
         """Send ``chunks`` now (None: no response, as for acks=0), then read nothing more from
@@ -533,7 +537,7 @@ class Processor(threading.Thread):
             conn.muted = False
             return True
         if type(response) is _Last:
-            conn.close_after_send = True
+            conn.close_after_send = response.linger_s
             response = response.chunks
         elif type(response) is _Throttled:
             conn.unmute_at = response.until
@@ -580,8 +584,9 @@ class Processor(threading.Thread):
             # what no callback charged is dropped: each response settles its connection's time
             # (Kafka resets it on every send completed)
             conn.network_s = 0.0
-            if conn.close_after_send:
-                self._close(conn)
+            if conn.close_after_send is not None:   # stays muted until closed
+                self._set_interest(conn, 0)
+                self.complete(conn, _CLOSE, conn.close_after_send)
                 return False
             if conn.unmute_at is not None:
                 return self._stay_muted(conn)
