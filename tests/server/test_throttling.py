@@ -19,7 +19,7 @@ from fastkafka.server.socket_server import SocketServer
 from support.raw_client import RawClient, recv_exact
 
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.clients, pytest.mark.timeout(60)]
 
 
 def frame(body: bytes) -> bytes:
