@@ -17,9 +17,11 @@ arguments. Each verdict is compared with ``ci/librdkafka-tests.txt``:
 A test marked ``3-brokers`` (it creates topics of replication factor 3, as librdkafka's own test
 clusters allow) runs against three brokers joined through a real ZooKeeper (the cluster tests'
 harness, tests/cluster/); one marked ``sasl`` runs against a SASL_PLAINTEXT listener with PLAIN
-users, the client configured with one of them. Every ``pass`` test must pass (else the stage fails); a test not on
-the list, or ``out`` with its reason, is not run unless ``--all``, which runs every broker test
-and prints the lines to paste for those that now pass -- the list only grows.
+users, the client configured with one of them; one marked ``group-delay`` keeps Kafka's
+``group.initial.rebalance.delay.ms`` (the others run without it). Every ``pass`` test must pass
+(else the stage fails); a test not on the list, or ``out`` with its reason, is not run unless
+``--all``, which runs every broker test and prints the lines to paste for those that now pass --
+the list only grows.
 
 Usage::
 
@@ -129,12 +131,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def broker_props(auto_create: bool) -> dict:
-    """librdkafka's test scenario as broker properties."""
-    return {"num.partitions": 4, "group.initial.rebalance.delay.ms": 0,
-            "auto.create.topics.enable": str(auto_create).lower(),
-            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-            "allow.everyone.if.no.acl.found": "true"}
+def broker_props(auto_create: bool, group_delay: bool = False) -> dict:
+    """librdkafka's test scenario as broker properties. A group's first rebalance is not delayed, to keep
+    the suite short, unless ``group_delay``: then it waits Kafka's default 3 s, as on librdkafka's own
+    (trivup) clusters, for the tests whose consumers must all land in the group's first generation."""
+    props = {"num.partitions": 4, "auto.create.topics.enable": str(auto_create).lower(),
+             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+             "allow.everyone.if.no.acl.found": "true"}
+    if not group_delay:
+        props["group.initial.rebalance.delay.ms"] = 0
+    return props
 
 
 SASL_USER, SASL_PASSWORD = "rdkafka", "rdkafka-secret"
@@ -150,11 +156,12 @@ class Broker:
     """A fresh ``fastkafka serve`` on a free port with its own log dir (``sasl``: its listener is
     SASL_PLAINTEXT with PLAIN users)."""
 
-    def __init__(self, work: pathlib.Path, auto_create: bool = True, sasl: bool = False):
+    def __init__(self, work: pathlib.Path, auto_create: bool = True, sasl: bool = False,
+                 group_delay: bool = False):
         self.port = free_port()
         self.log = work / "broker.log"
         self.bootstrap = f"127.0.0.1:{self.port}"
-        props = dict(broker_props(auto_create), **{"log.dirs": str(work / "data")})
+        props = dict(broker_props(auto_create, group_delay), **{"log.dirs": str(work / "data")})
         props["listeners"] = f"{'SASL_PLAINTEXT' if sasl else 'PLAINTEXT'}://127.0.0.1:{self.port}"
         if sasl:
             props.update(SASL_BROKER)
@@ -237,13 +244,15 @@ def kafka_tools(directory: pathlib.Path) -> pathlib.Path:
 
 
 def run_one(tests_dir: pathlib.Path, test: str, timeout: float, scenario: str = "default",
-            brokers: int = 1, sasl: bool = False) -> tuple[str, float, str]:
+            marks: tuple[str, ...] = ()) -> tuple[str, float, str]:
     """(PASSED|FAILED|SKIPPED|TIMEOUT, seconds, output tail) of one test against a fresh broker
-    (or three) set up as librdkafka's ``scenario`` says."""
+    (or three) set up as librdkafka's ``scenario`` and the test's ``marks`` in the list say."""
+    sasl = "sasl" in marks
     with tempfile.TemporaryDirectory(prefix=f"rdk-{test}-") as tmp:
         work = pathlib.Path(tmp)
         auto_create = scenario != "noautocreate"
-        broker = ThreeBrokers(work, auto_create) if brokers == 3 else Broker(work, auto_create, sasl)
+        broker = (ThreeBrokers(work, auto_create) if "3-brokers" in marks
+                  else Broker(work, auto_create, sasl, "group-delay" in marks))
         conf = work / "test.conf"
         client = dict(SASL_CLIENT if sasl else {}, **{"metadata.broker.list": broker.bootstrap})
         conf.write_text("".join(f"{k}={v}\n" for k, v in client.items()))
@@ -293,9 +302,8 @@ def main(argv=None) -> int:
           flush=True)
     verdicts, regressions = {}, []
     for test in todo:
-        marks = listed.get(test, ("", ""))[1].split()
-        verdict, took, tail = run_one(tests_dir, test, args.timeout, scenarios.get(test, "default"),
-                                      3 if "3-brokers" in marks else 1, "sasl" in marks)
+        marks = tuple(listed.get(test, ("", ""))[1].split())
+        verdict, took, tail = run_one(tests_dir, test, args.timeout, scenarios.get(test, "default"), marks)
         verdicts[test] = verdict
         expected = listed.get(test, ("", ""))[0]
         print(f"{test} {verdict:8s} {took:6.1f}s" + (f"  (listed: {expected})" if expected else ""), flush=True)
