@@ -355,8 +355,8 @@ def test_kafka_python_wrong_password(secure, certs, caplog):
     import kafka.errors
     conf = _kafka_python_conf(secure, certs, "SASL_PLAINTEXT", "SCRAM-SHA-256", False)
     conf["sasl_plain_password"] = "wrong"
-    with pytest.raises(kafka.errors.KafkaTimeoutError):   # it retries until max_block_ms
-        kafka.KafkaProducer(**conf, max_block_ms=5000)
+    with pytest.raises(kafka.errors.KafkaTimeoutError):   # it retries until its bootstrap timeout (30 s by default)
+        kafka.KafkaProducer(**conf, max_block_ms=5000, bootstrap_timeout_ms=5000)
     assert "SaslAuthenticationFailedError" in caplog.text
 
 
