@@ -199,13 +199,14 @@ class ThreeBrokers:
     """Three ``fastkafka serve`` brokers and a standalone ZooKeeper, through the cluster tests'
     harness (real processes, as there)."""
 
-    def __init__(self, work: pathlib.Path, auto_create: bool = True):
+    def __init__(self, work: pathlib.Path, auto_create: bool = True, group_delay: bool = False):
         sys.path.insert(0, str(ROOT / "tests"))
         from support.harness import Cluster      # noqa: PLC0415  (test support, only for these tests)
         from support.zk import Ensemble          # noqa: PLC0415
         self._zk = Ensemble(work / "zk").start()
         try:
-            self._cluster = Cluster(work, f"{self._zk.connect}/rdk", 3, **broker_props(auto_create)).start()
+            props = broker_props(auto_create, group_delay)
+            self._cluster = Cluster(work, f"{self._zk.connect}/rdk", 3, **props).start()
         except BaseException:
             self._zk.stop()
             raise
@@ -247,12 +248,12 @@ def run_one(tests_dir: pathlib.Path, test: str, timeout: float, scenario: str = 
             marks: tuple[str, ...] = ()) -> tuple[str, float, str]:
     """(PASSED|FAILED|SKIPPED|TIMEOUT, seconds, output tail) of one test against a fresh broker
     (or three) set up as librdkafka's ``scenario`` and the test's ``marks`` in the list say."""
-    sasl = "sasl" in marks
+    sasl, group_delay = "sasl" in marks, "group-delay" in marks
     with tempfile.TemporaryDirectory(prefix=f"rdk-{test}-") as tmp:
         work = pathlib.Path(tmp)
         auto_create = scenario != "noautocreate"
-        broker = (ThreeBrokers(work, auto_create) if "3-brokers" in marks
-                  else Broker(work, auto_create, sasl, "group-delay" in marks))
+        broker = (ThreeBrokers(work, auto_create, group_delay) if "3-brokers" in marks
+                  else Broker(work, auto_create, sasl, group_delay))
         conf = work / "test.conf"
         client = dict(SASL_CLIENT if sasl else {}, **{"metadata.broker.list": broker.bootstrap})
         conf.write_text("".join(f"{k}={v}\n" for k, v in client.items()))
