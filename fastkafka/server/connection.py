@@ -94,13 +94,16 @@ class Connection:
         when this returns); False on EOF. Raises FrameError, OSError.
 
         TLS holds what it received beyond the frame the decoder is in (``buffered``), out of the
-        selector's sight: it is all read now, into frames. ``last_active`` is when the read began."""
+        selector's sight: it is read on until a frame is complete, and the rest is left there for
+        the processor to read once that frame is answered (``Processor._read_buffered``). Reading
+        it all would take in whatever a fast client sends, frame after frame, where over
+        PLAINTEXT TCP holds it back. ``last_active`` is when the read began."""
         self.last_active = time.monotonic()
         ok = self._read_once(scratch)
         tls = self.tls
         if tls is not None:
             try:
-                while ok and tls.buffered():
+                while ok and not self.frames and tls.buffered():
                     ok = self._read_once(scratch)
             except BlockingIOError:     # what is left is part of a record whose rest is on its way
                 pass

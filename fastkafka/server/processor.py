@@ -464,23 +464,34 @@ class Processor(threading.Thread):
         conn.events = events
 
     def _on_readable(self, conn: Connection) -> None:
+        if self._read(conn):
+            self._next_request(conn)
+
+    def _read(self, conn: Connection) -> bool:
+        """Read what the connection has into frames; False when nothing came or it was closed."""
         try:
             if not conn.read(self._scratch):
                 self._close(conn)
-                return
+                return False
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         except FrameError as e:
             log.warning("closing %s: %s", conn.id, e)
             self._close(conn)
-            return
+            return False
         except OSError as e:
             log.debug("closing %s: %s", conn.id, e)
             self._close(conn)
-            return
+            return False
         if self._quotas.enabled:
             conn.network_s += time.monotonic() - conn.last_active
-        self._next_request(conn)
+        return True
+
+    def _read_buffered(self, conn: Connection) -> bool:
+        """Frames from what TLS holds beyond the last frame read: ``Connection.read`` stops at a
+        complete frame and the selector cannot see the rest. True when frames came."""
+        tls = conn.tls
+        return tls is not None and not conn.closed and tls.buffered() and self._read(conn) and bool(conn.frames)
 
     def _next_request(self, conn: Connection) -> None:
         """The connection is idle: run its buffered requests, or listen for one.
@@ -493,7 +504,7 @@ class Processor(threading.Thread):
         out of the epoll set, a closing or throttling answer goes through :meth:`_finish`.
         """
         gathered = None
-        while conn.frames and not self._draining:
+        while (conn.frames or self._read_buffered(conn)) and not self._draining:
             conn.muted = True
             self._dispatching = conn
             try:

@@ -11,6 +11,7 @@ import selectors
 import socket
 import ssl
 import struct
+import threading
 import time
 
 import pytest
@@ -19,6 +20,7 @@ from fastkafka import protocol as P
 from fastkafka import records
 from fastkafka.protocol import ApiKey
 from fastkafka.server import tls_transport
+from fastkafka.server.connection import SCRATCH_BYTES, Connection
 from fastkafka.server.tls_transport import RAW_BYTES, TlsTransport
 
 from support.certs import make_certs
@@ -245,6 +247,40 @@ def test_garbage_and_eof_fail_the_handshake(server_ctx, certs):
     with pytest.raises(ConnectionError):
         t.handshake()
     t.close()
+
+
+def test_a_connection_reads_no_further_than_its_first_complete_frame(server_ctx, certs, read_path):
+    """A client that pipelines large requests is held back by TCP, as over PLAINTEXT: each read
+    stops at a complete frame and leaves the rest in TLS or the socket (it once read on until
+    the socket ran dry, taking in ~75 MB of a fast producer's requests at once)."""
+    t, c = transport_pair(server_ctx, certs, read_path)
+    conn = Connection("tls-test", t.sock, ("127.0.0.1", 1), "SSL", 1 << 20, tls=t)
+    payloads = [bytes([65 + i]) * (200 * 1024) for i in range(6)]
+    wire = b"".join(c.ciphertext(struct.pack(">i", len(p)) + p, record=16384) for p in payloads)
+    c.sock.settimeout(30)
+    writer = threading.Thread(target=c.sock.sendall, args=(wire,))
+    writer.start()
+    scratch = memoryview(bytearray(SCRATCH_BYTES))
+    sel = selectors.DefaultSelector()
+    sel.register(t.sock, selectors.EVENT_READ)
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(payloads):
+        assert time.monotonic() < deadline, f"{len(got)} of {len(payloads)} frames"
+        if not t.buffered():
+            sel.select(1)
+        try:
+            assert conn.read(scratch)
+        except BlockingIOError:
+            continue
+        assert len(conn.frames) <= 1      # 200 KiB frames: the first read's 256 KiB holds one
+        got += [bytes(f) for f in conn.frames]
+        conn.frames.clear()
+    writer.join()
+    assert got == payloads
+    sel.close()
+    t.close()
+    c.sock.close()
 
 
 # --- against a broker's SSL listener ---
