@@ -38,7 +38,7 @@ from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo,  
 
 from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
 from support.certs import make_certs  # noqa: E402
-from loadgen import cpu_seconds  # noqa: E402
+from loadgen import cpu_seconds, minor_faults, peak_rss_mib  # noqa: E402
 
 from fastkafka.client.config import ClientConfig  # noqa: E402
 from fastkafka.client.connection import BrokerConnection  # noqa: E402
@@ -179,16 +179,17 @@ def main() -> None:
         print(f"{n} records of {VALUE} B per side; broker pid {proc.pid}")
         mib = n * VALUE / (1 << 20)
         for r in range(args.rounds if args.only in (None, "throughput") else 0):
-            took, cpu, client = {}, {}, {}
+            took, cpu, client, faults = {}, {}, {}, {}
             order = ("PLAINTEXT", "SSL") if r % 2 == 0 else ("SSL", "PLAINTEXT")
             for proto in order:
                 topic = f"{proto.lower()}-{r}"
                 for fut in admin.create_topics([NewTopic(topic, 1, 1)]).values():
                     fut.result(15)
                 conf = librdkafka_conf(addr[proto], proto, ca)
-                c0, p0 = cpu_seconds(proc.pid), time.process_time()
+                c0, p0, f0 = cpu_seconds(proc.pid), time.process_time(), minor_faults(proc.pid)
                 took["p", proto] = produce(conf, topic, n)
                 c1, client[proto] = cpu_seconds(proc.pid), time.process_time() - p0
+                faults[proto] = minor_faults(proc.pid) - f0
                 took["f", proto] = consume(conf, topic, n)
                 cpu["p", proto], cpu["f", proto] = c1 - c0, cpu_seconds(proc.pid) - c1
             for kind, name in (("p", "produce"), ("f", "fetch")):
@@ -198,7 +199,10 @@ def main() -> None:
                       f"{mib / tls:7.1f} MiB/s ({cpu[kind, 'SSL'] / mib * 1024:5.1f} CPU s/GiB)  "
                       f"ratio {plain / tls:.2f}x" + ("" if kind == "f" else
                       f"  producer CPU s/GiB PLAINTEXT {client['PLAINTEXT'] / mib * 1024:.1f} "
-                      f"SSL {client['SSL'] / mib * 1024:.1f}"))
+                      f"SSL {client['SSL'] / mib * 1024:.1f}  broker page faults/GiB PLAINTEXT "
+                      f"{faults['PLAINTEXT'] / mib * 1024:.0f} SSL {faults['SSL'] / mib * 1024:.0f}"))
+        if args.only in (None, "throughput"):
+            print(f"broker peak RSS {peak_rss_mib(proc.pid):.0f} MiB")
         for r in range(args.rounds if args.only in (None, "abuse") else 0):
             calm, attacked, rate = under_attack(addr, ports, n // 4, r % 2 == 0, args.attacker_nice)
             print(f"round {r}: produce undisturbed {mib / 4 / calm:7.1f} MiB/s  under attack "

@@ -46,6 +46,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def minor_faults(pid: int) -> int:
+    """Page faults a process has taken that needed no disk read: mostly first touches of fresh memory."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The most resident memory a process has had (``VmHWM``), MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
