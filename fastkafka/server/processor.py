@@ -504,7 +504,7 @@ class Processor(threading.Thread):
         out of the epoll set, a closing or throttling answer goes through :meth:`_finish`.
         """
         gathered = None
-        while (conn.frames or self._read_buffered(conn)) and not self._draining:
+        while not self._draining and (conn.frames or self._read_buffered(conn)):
             conn.muted = True
             self._dispatching = conn
             try:
