@@ -30,19 +30,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from fastkafka import protocol as P  # noqa: E402
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+from loadgen import status_mib  # noqa: E402
 
 
 def settle(pid: int, seconds: float = 2.0) -> float:
     time.sleep(seconds)
-    return rss_mb(pid)
+    return status_mib(pid, "VmRSS")
 
 
 # `python -c` shim: fastkafka's command, plus a SIGUSR1 handler appending pymalloc's statistics

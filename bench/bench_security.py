@@ -38,7 +38,7 @@ from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo,  
 
 from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
 from support.certs import make_certs  # noqa: E402
-from loadgen import cpu_seconds, minor_faults, peak_rss_mib  # noqa: E402
+from loadgen import cpu_seconds, minor_faults, status_mib  # noqa: E402
 
 from fastkafka.client.config import ClientConfig  # noqa: E402
 from fastkafka.client.connection import BrokerConnection  # noqa: E402
@@ -202,7 +202,7 @@ def main() -> None:
                       f"SSL {client['SSL'] / mib * 1024:.1f}  broker page faults/GiB PLAINTEXT "
                       f"{faults['PLAINTEXT'] / mib * 1024:.0f} SSL {faults['SSL'] / mib * 1024:.0f}"))
         if args.only in (None, "throughput"):
-            print(f"broker peak RSS {peak_rss_mib(proc.pid):.0f} MiB")
+            print(f"broker peak RSS {status_mib(proc.pid, 'VmHWM'):.0f} MiB")
         for r in range(args.rounds if args.only in (None, "abuse") else 0):
             calm, attacked, rate = under_attack(addr, ports, n // 4, r % 2 == 0, args.attacker_nice)
             print(f"round {r}: produce undisturbed {mib / 4 / calm:7.1f} MiB/s  under attack "

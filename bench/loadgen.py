@@ -39,23 +39,30 @@ BATCH = 1 << 20
 TICK = os.sysconf("SC_CLK_TCK")
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """``/proc/<pid>/stat`` after the command name (which may hold spaces): field 3 is index 0."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
 def cpu_seconds(pid: int) -> float:
     """user + system CPU seconds of a process (all its threads)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+    fields = _stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def minor_faults(pid: int) -> int:
     """Page faults a process has taken that needed no disk read: mostly first touches of fresh memory."""
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[7])
+    return int(_stat_fields(pid)[7])
 
 
-def peak_rss_mib(pid: int) -> float:
-    """The most resident memory a process has had (``VmHWM``), MiB."""
+def status_mib(pid: int, field: str) -> float:
+    """A memory line of ``/proc/<pid>/status`` in MiB: ``VmRSS`` (resident now), ``VmHWM`` (its peak)."""
     with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/{pid}/status")
 
 
 def free_port() -> int:
