@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 import timeit
 
@@ -31,6 +30,7 @@ from fastkafka.security.acl import (AclBinding as Binding, AclOperation as Op,  
                                     AclPermissionType as Perm, AclSnapshot, AuthorizationRules,
                                     PatternType as Pat, ResourceType as Res)
 from fastkafka.server.authorizer import Authorizer  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 N_ACLS = 1000   # literal and prefixed each
 
@@ -92,7 +92,7 @@ def main() -> None:
                      # lets the first CreateAcls in; the cluster then has ACLs and it no longer applies
                      "--override", "allow.everyone.if.no.acl.found=true"]
         procs[name] = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override",
-                                    f"log.dirs={tempfile.mkdtemp(prefix=f'bench-acl-{name}-')}", *extra,
+                                    f"log.dirs={scratch_dir(f'bench-acl-{name}-')}", *extra,
                                     "--log-level", "WARNING")
     addr = {k: f"127.0.0.1:{p}" for k, p in ports.items()}
     try:

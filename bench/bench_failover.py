@@ -33,7 +33,6 @@ import re
 import socket
 import struct
 import sys
-import tempfile
 import threading
 import time
 from datetime import datetime
@@ -49,6 +48,7 @@ from support.zk import Ensemble  # noqa: E402
 from fastkafka import protocol as P  # noqa: E402
 from fastkafka import records  # noqa: E402
 from fastkafka.protocol import ApiKey  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 TOPIC = "failover"
 GIVE_UP_S = 90.0
@@ -285,7 +285,7 @@ def main() -> None:
     rng = random.Random(seed)
     limit = args.session_ms / 1000 + 2.0
     n = 3
-    tmp = tempfile.mkdtemp(prefix="bench-failover-")
+    tmp = scratch_dir("bench-failover-")
     print(f"{args.kills} leader kills, 3 brokers, RF=3, min.insync.replicas=2, zookeeper.session.timeout.ms "
           f"{args.session_ms}: limit {limit:.1f} s; seed {seed}; logs in {tmp}")
     with Ensemble(os.path.join(tmp, "zk")) as zk, \

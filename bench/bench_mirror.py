@@ -25,7 +25,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -40,6 +39,7 @@ from support.brokers import free_port, serve_process, wait_listening  # noqa: E4
 from fastkafka.client import AdminClient, Cluster  # noqa: E402
 from fastkafka.client.fetcher import EARLIEST, Fetcher  # noqa: E402
 from fastkafka.mirror import Mirror  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 VALUE = 1000
 PARTS = 4
@@ -50,7 +50,7 @@ CONFLUENT_TUNED = {"fetch.queue.backoff.ms": 0, "queued.min.messages": 1_000_000
 def start_broker():
     port = free_port()
     proc = serve_process("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override",
-                         f"log.dirs={tempfile.mkdtemp(prefix='bench-mirror-')}", "--override",
+                         f"log.dirs={scratch_dir('bench-mirror-')}", "--override",
                          "group.initial.rebalance.delay.ms=0", "--log-level", "WARNING")
     wait_listening(port, proc)
     return proc, f"127.0.0.1:{port}"

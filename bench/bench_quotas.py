@@ -26,7 +26,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -34,6 +33,7 @@ import loadgen as L  # noqa: E402
 
 from fastkafka import protocol as P  # noqa: E402
 from fastkafka import records  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 TOPIC = "small"
 
@@ -99,7 +99,7 @@ def dispatch_only(with_quota: bool) -> None:
     from fastkafka.server.dispatch import Dispatcher
     from fastkafka.server.handlers import HANDLERS
     from fastkafka.server.listener_security import ListenerSecurity, Session
-    b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp()}))
+    b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": scratch_dir("bench-quotas-")}))
     b.startup()
     try:
         port = next(iter(b.socket_server.bound.values()))[1]
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
         return 0
     if not args.baseline:
         ap.error("--baseline is required")
-    tmp = tempfile.mkdtemp(prefix="bench-quotas-")
+    tmp = scratch_dir("bench-quotas-")
     targets = {
         "no quota": start(L.ROOT, os.path.join(tmp, "a")),
         "quota, never throttling": start(L.ROOT, os.path.join(tmp, "b")),

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -25,6 +24,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from support.harness import Cluster, wait_for  # noqa: E402
 from support.zk import Ensemble  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 VALUE = 1000
 
@@ -84,7 +84,7 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=64)
     ap.add_argument("--catchup-mb", type=int, default=256)
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="bench-replication-")
+    tmp = scratch_dir("bench-replication-")
     with Ensemble(os.path.join(tmp, "zk")) as zk, Cluster(tmp, zk.connect + "/bench", 3) as cluster:
         create(cluster, "rf1", 3, 1)
         create(cluster, "rf3", 3, 3, **{"min.insync.replicas": "2"})

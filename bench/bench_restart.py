@@ -22,7 +22,6 @@ import statistics
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,6 +30,7 @@ sys.path.insert(0, ROOT)
 from fastkafka import protocol as P  # noqa: E402
 from fastkafka import records  # noqa: E402
 from fastkafka.protocol import ApiKey  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 TOPIC = "restart"
 
@@ -161,7 +161,7 @@ def main() -> int:
     global TREE
     TREE = os.path.abspath(args.tree) if args.tree else ROOT
     port = free_port()
-    data = tempfile.mkdtemp(prefix="bench-restart-")
+    data = scratch_dir("bench-restart-")
     proc = spawn(port, data)
     rows: dict[str, list] = {"clean (SIGTERM)": [], "unclean (SIGKILL)": []}
     try:

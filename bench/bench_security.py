@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 import uuid
 
@@ -43,6 +42,7 @@ from loadgen import cpu_seconds, minor_faults, status_mib  # noqa: E402
 from fastkafka.client.config import ClientConfig  # noqa: E402
 from fastkafka.client.connection import BrokerConnection  # noqa: E402
 from fastkafka.client.security import ClientSecurity  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 VALUE = 1000
 
@@ -154,9 +154,9 @@ def main() -> None:
                          "own CPU is not taken from this machine's two cores (its rate is printed)")
     args = ap.parse_args()
     n = args.mb * (1 << 20) // VALUE
-    certs = make_certs(__import__("pathlib").Path(tempfile.mkdtemp(prefix="bench-certs-")))
+    certs = make_certs(__import__("pathlib").Path(scratch_dir("bench-certs-")))
     ports = {name: free_port() for name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
-    data = tempfile.mkdtemp(prefix="bench-sec-")
+    data = scratch_dir("bench-sec-")
     proc = serve_process(
         "--override", "listeners=" + ",".join(f"{k}://127.0.0.1:{p}" for k, p in ports.items()),
         "--override", f"log.dirs={data}", "--override", f"ssl.keystore.location={certs.broker}",

@@ -21,7 +21,6 @@ import socket
 import ssl
 import struct
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,6 +35,7 @@ from loadgen import cpu_seconds  # noqa: E402
 
 from fastkafka import protocol as P, records  # noqa: E402
 from fastkafka.protocol import ApiKey  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 TLS_RECORD = 1010
 
@@ -110,11 +110,11 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=128)
     ap.add_argument("--tls-record", type=int, default=TLS_RECORD, help="plaintext bytes per TLS record")
     args = ap.parse_args()
-    certs = make_certs(__import__("pathlib").Path(tempfile.mkdtemp(prefix="bench-certs-")))
+    certs = make_certs(__import__("pathlib").Path(scratch_dir("bench-certs-")))
     ports = {"PLAINTEXT": free_port(), "SSL": free_port()}
     proc = serve_process(
         "--override", "listeners=" + ",".join(f"{k}://127.0.0.1:{p}" for k, p in ports.items()),
-        "--override", f"log.dirs={tempfile.mkdtemp(prefix='bench-tls-')}",
+        "--override", f"log.dirs={scratch_dir('bench-tls-')}",
         "--override", f"ssl.keystore.location={certs.broker}", "--log-level", "WARNING")
     try:
         for p in ports.values():

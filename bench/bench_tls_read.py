@@ -26,7 +26,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,6 +34,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 from support.certs import make_certs  # noqa: E402
 from fastkafka.server import tls_transport  # noqa: E402
 from fastkafka.server.tls_transport import RAW_BYTES, TlsTransport  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 CLIENT = """
 import socket, ssl, sys
@@ -123,7 +123,7 @@ def main() -> None:
     ap.add_argument("--small", action="store_true",
                     help="the client writes 10 B then 1000 B, one TLS record each, as librdkafka does")
     args = ap.parse_args()
-    certs = make_certs(__import__("pathlib").Path(tempfile.mkdtemp()))
+    certs = make_certs(__import__("pathlib").Path(scratch_dir("bench-certs-")))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(str(certs.broker_cert), str(certs.broker_key))
     modes = ["python", "c"]

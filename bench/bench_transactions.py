@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import os
 import sys
-import tempfile
 import time
 import uuid
 
@@ -36,6 +35,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 VALUE = 1000
 PER_TXN = 1000
@@ -181,7 +181,7 @@ def main() -> None:
     global REPLICAS
     REPLICAS = 3 if args.cluster else 1
     n = args.mb * (1 << 20) // VALUE // PER_TXN * PER_TXN
-    data = tempfile.mkdtemp(prefix="bench-txn-")
+    data = scratch_dir("bench-txn-")
     with (cluster if args.cluster else embedded)(data) as bootstrap:
         if args.small:
             compare_small(bootstrap, args.rounds, args.seconds)

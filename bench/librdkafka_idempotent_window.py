@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -21,6 +20,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 CASES = {"plain": {}, "idempotent": {"enable.idempotence": True}}
 
@@ -32,7 +32,7 @@ def main() -> int:
     args = ap.parse_args()
     port = free_port()
     broker = serve_process("--log-level", "WARNING", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                           "--override", f"log.dirs={tempfile.mkdtemp(prefix='bench-idem-')}")
+                           "--override", f"log.dirs={scratch_dir('bench-idem-')}")
     try:
         wait_listening(port, broker)
         bootstrap = f"127.0.0.1:{port}"

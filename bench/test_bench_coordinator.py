@@ -2,7 +2,6 @@
 once against one member alone (the fixed cost of JoinGroup + SyncGroup round trips), synchronous
 offset commits against OffsetFetch round trips (answered from memory: the network limit), and the
 coordinator's commit_offsets in process against Log.append of the same batch (the storage floor)."""
-import tempfile
 
 import pytest
 from bench_coordinator import (coordinator_commits_per_s, offset_appends_per_s, rebalance_seconds, roundtrips_per_s,
@@ -10,6 +9,7 @@ from bench_coordinator import (coordinator_commits_per_s, offset_appends_per_s, 
 from benchkit import SelfTimed, compare, pick
 from support.brokers import running_broker
 from confluent_kafka.admin import AdminClient, NewTopic
+from scratch import scratch_dir
 
 MEMBERS = pick(10, 2)
 SECONDS = pick(2.0, 0.2)
@@ -17,7 +17,7 @@ SECONDS = pick(2.0, 0.2)
 
 @pytest.fixture(scope="module")
 def broker():
-    with running_broker(tempfile.mkdtemp(prefix="bench-coordinator-"), group_initial_rebalance_delay_ms=0) as b:
+    with running_broker(scratch_dir("bench-coordinator-"), group_initial_rebalance_delay_ms=0) as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})   # alive until the result
         admin.create_topics([NewTopic("rb", MEMBERS * 2, 1)])["rb"].result(10)
         yield b
