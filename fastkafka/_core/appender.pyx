@@ -465,6 +465,7 @@ cdef class Appender:
                 f = self._file = self._open_file()
             if f.size != at:        # a handle opened by a reader starts at the file's end then
                 f.set_size(at)
+            self._cursor.reserve_run(n, self._oi, self._ti)
             append_time = now if lim.log_append_time and not keep else -1
             if append_time >= 0 and n >= NOGIL_THRESHOLD:
                 with nogil:

@@ -4,6 +4,7 @@ from libc.stdint cimport int64_t
 cdef class _MmapIndex:
     cdef unsigned char* map
     cdef Py_ssize_t map_len       # bytes mapped (max size while writable, the file's size otherwise)
+    cdef Py_ssize_t backed        # bytes from the file's start with disk blocks: stores there cannot fault
     cdef readonly int entry_size
     cdef readonly Py_ssize_t entries
     cdef readonly int64_t base_offset
@@ -17,6 +18,9 @@ cdef class _MmapIndex:
     cdef void _unmap(self) noexcept
     cdef int _check_writable(self) except -1
     cdef bint full(self) noexcept
+    cdef int _back(self, Py_ssize_t entries) except -1
+    # blocks for `more` entries past the last (OSError ENOSPC on a full disk); the append path's
+    cdef int reserve_entries(self, Py_ssize_t more) except -1
 
 cdef class OffsetIndex(_MmapIndex):
     cdef int64_t floor_position(self, int64_t target_offset) noexcept

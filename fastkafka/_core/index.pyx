@@ -5,7 +5,12 @@
 #   .timeindex 12 bytes per entry: timestamp int64 | relativeOffset int32
 # Entries are strictly increasing (offsets; timestamps), so lookups are a floor binary search.
 # A writable index is preallocated to log.index.size.max.bytes (a sparse file) and mapped whole;
-# `entries` says how many slots are used. On roll it is trimmed to entries * entry_size, so a
+# `entries` says how many slots are used. A store into a hole of that file needs a new block, and
+# on a full disk the kernel answers the store with SIGBUS, which would kill the broker: so blocks
+# are allocated (posix_fallocate) a page at a time before entries are stored there, and a full
+# disk is an OSError from `append`/`reserve` (KAFKA_STORAGE_ERROR to the client), never a store
+# that faults. The slot after the last entry is always backed too: the final time index entry
+# written at roll or close then needs no new block. On roll it is trimmed to entries * entry_size, so a
 # cleanly closed index's length gives its entry count; an untrimmed file left by a crash fails
 # is_valid() (zeros are not increasing) and is rebuilt from the log, as all indexes are derived data.
 #
@@ -24,6 +29,7 @@ from fastkafka._core.byteorder cimport load_i32, load_i64, store_be32, store_be6
 from libc.string cimport memset
 from libc.errno cimport errno
 from posix.fcntl cimport open as c_open, O_RDWR, O_RDONLY, O_CREAT
+from posix.types cimport off_t
 from posix.unistd cimport close as c_close, ftruncate, lseek
 cdef extern from "<unistd.h>":
     enum: SEEK_END
@@ -33,14 +39,9 @@ import os
 
 cdef extern from "<fcntl.h>":
     int O_CLOEXEC
+    int posix_fallocate(int fd, off_t offset, off_t length) nogil
 
-
-
-
-
-
-
-
+cdef Py_ssize_t BACKING_STEP = 4096      # a page: what one store into a hole allocates
 
 
 cdef class _MmapIndex:
@@ -49,6 +50,7 @@ cdef class _MmapIndex:
     def __cinit__(self, *args, **kwargs):
         self.map = NULL
         self.map_len = 0
+        self.backed = 0
         self.closed = False
 
     def __init__(self, path, int64_t base_offset, Py_ssize_t max_index_size=10 * 1024 * 1024,
@@ -84,6 +86,7 @@ cdef class _MmapIndex:
                 madvise(m, length, MADV_RANDOM)
                 self.map = <unsigned char*>m
             self.map_len = length
+            self.backed = 0       # unknown: the first stores allocate (a no-op where blocks exist)
         finally:
             c_close(fd)   # the mapping does not need the descriptor: indexes cost no fd budget
         return 0
@@ -109,6 +112,34 @@ cdef class _MmapIndex:
 
     def __dealloc__(self):
         self._unmap()
+
+    cdef int _back(self, Py_ssize_t entries) except -1:
+        # Blocks for the first `entries` slots and the one after, rounded up to a page.
+        cdef Py_ssize_t end = min((entries + 1) * self.entry_size, self.max_index_size)
+        if end <= self.backed:
+            return 0
+        end = min((end + BACKING_STEP - 1) // BACKING_STEP * BACKING_STEP, self.max_index_size)
+        cdef bytes p = os.fsencode(self.path)
+        cdef int fd = c_open(p, O_RDWR | O_CLOEXEC)
+        cdef int err
+        if fd < 0:
+            raise OSError(errno, os.strerror(errno), self.path)
+        err = posix_fallocate(fd, self.backed, end - self.backed)
+        c_close(fd)
+        if err:
+            raise OSError(err, os.strerror(err), self.path)
+        self.backed = end
+        return 0
+
+    def reserve(self, Py_ssize_t more):
+        """Allocate disk blocks for ``more`` entries past the last one (capped at the maximum), so
+        appending them cannot fail for a full disk; OSError (ENOSPC) if the disk has no room.
+        Writer only."""
+        self.reserve_entries(more)
+
+    cdef int reserve_entries(self, Py_ssize_t more) except -1:
+        self._check_writable()
+        return self._back(min(self.entries + more, self.max_index_size // self.entry_size))
 
     @property
     def max_entries(self):
@@ -136,6 +167,7 @@ cdef class _MmapIndex:
         if self.map != NULL:
             # only the file's bytes: after a trim the mapping reaches past the end of the file,
             # and touching a page wholly past it raises SIGBUS
+            self._back(self.max_index_size // self.entry_size)
             memset(self.map, 0, min(self.map_len, self.max_index_size))
         self.entries = 0
 
@@ -150,6 +182,7 @@ cdef class _MmapIndex:
         cdef Py_ssize_t length = self.entries * self.entry_size
         os.truncate(self.path, length)
         self.max_index_size = length
+        self.backed = min(self.backed, length)
 
     def resize(self, Py_ssize_t max_index_size):
         """Grow (or shrink, never below the entries) the preallocated size: a segment made active
@@ -270,6 +303,7 @@ cdef class OffsetIndex(_MmapIndex):
             raise ValueError(f"offset {offset} is not larger than the last entry of {self.path}")
         if self.full():
             raise ValueError(f"index {self.path} is full")
+        self._back(self.entries + 1)
         cdef unsigned char* p = self.map + 8 * self.entries
         store_be32(p, <uint32_t>rel)
         store_be32(p + 4, <uint32_t>position)
@@ -367,6 +401,7 @@ cdef class TimeIndex(_MmapIndex):
                 raise ValueError(f"offset {offset} goes back in time index {self.path}")
         if self.full():
             raise ValueError(f"time index {self.path} is full")
+        self._back(self.entries + 1)
         cdef unsigned char* p = self.map + 12 * self.entries
         store_be64(p, <uint64_t>timestamp)
         store_be32(p + 8, <uint32_t>rel)

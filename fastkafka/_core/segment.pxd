@@ -38,3 +38,5 @@ cdef class IndexCursor:
     # Index p[0:n] (whole validated v2 batches stored at `position`).
     cdef int index_run(self, const unsigned char* p, int64_t n, int64_t position,
                        OffsetIndex oi, TimeIndex ti) except -1
+    # Disk blocks for the entries index_run may add for n bytes (OSError on a full disk).
+    cdef int reserve_run(self, int64_t n, OffsetIndex oi, TimeIndex ti) except -1

@@ -18,7 +18,7 @@ cdef extern from "<unistd.h>":
     enum: SEEK_END
 
 from fastkafka._core.records_layout cimport (
-    BatchCursor, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, PRODUCER_ID_OFFSET,
+    BATCH_OVERHEAD, BatchCursor, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, PRODUCER_ID_OFFSET,
     batch_base_offset, batch_last_offset, batch_max_timestamp, cursor_batch, cursor_init, cursor_next)
 from fastkafka._core.wall_clock cimport wall_clock_now_ms
 
@@ -329,6 +329,15 @@ cdef class IndexCursor:
                 self.bytes_since_last_index_entry = 0
             self.bytes_since_last_index_entry += c.size
         self.full = oi.full() or ti.full()
+        return 0
+
+    cdef int reserve_run(self, int64_t n, OffsetIndex oi, TimeIndex ti) except -1:
+        # Before n bytes are written: blocks for as many entries as index_run can add for them
+        # (one, then one per index_interval bytes past it, and no more than one per batch), so a
+        # full disk refuses the append before its bytes reach the log.
+        cdef int64_t most = n // max(self.index_interval + 1, BATCH_OVERHEAD) + 1
+        oi.reserve_entries(most)
+        ti.reserve_entries(most)
         return 0
 
     def index_batches(self, const unsigned char[::1] buf not None, OffsetIndex offset_index not None,

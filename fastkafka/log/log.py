@@ -425,7 +425,10 @@ class Log(TransactionalLog, LogTruncation):
             if old.size == 0 and old.base_offset == new_base:
                 return old
             old.detach_appender()
-            old.roll()
+            try:
+                old.roll()
+            except OSError as e:     # its last time index entry found a full disk: it stays active
+                raise errors.KafkaStorageError(f"roll of {self.dir} failed: {e}") from e
             seg = LogSegment(self.dir, new_base, self.config, self._files, active=True,
                              created_ms=self.clock() if now is None else now)
             self._segments.add(seg)

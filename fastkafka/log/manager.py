@@ -45,6 +45,7 @@ from ..config.definitions import (LOG_CLEANER_BACKOFF_MS, LOG_CLEANER_ENABLE,
                                   LOG_RETENTION_CHECK_INTERVAL_MS, NUM_RECOVERY_THREADS_PER_DATA_DIR,
                                   PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, PRODUCER_ID_EXPIRATION_MS,
                                   REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, ZOOKEEPER_CONNECT)
+from .. import errors
 from ..config import KafkaConfig, LogConfig
 from ..uuids import UUID_ZERO, uuid_text
 from .checkpoints import (CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
@@ -268,16 +269,32 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Stop background work, flush and close every log, checkpoint, write the clean-shutdown
-        marker in each log dir."""
+        marker in each log dir. What fails on the way (a full disk) is logged and the rest still
+        runs; a dir whose logs did not all close and checkpoint gets no marker, so the next start
+        recovers it, as Kafka treats a log dir that failed."""
         self.scheduler.shutdown(run_pending=True)
-        for lg in self.logs():
-            lg.close()
-        self.checkpoint_recovery_points()
-        self.checkpoint_log_start_offsets()
-        self.checkpoint_high_watermarks()
-        for d in self.log_dirs:
-            with open(os.path.join(d, CLEAN_SHUTDOWN_FILE), "w"):
-                pass
+        clean = set(self.log_dirs)
+        with self._lock:
+            logs = [(self._dir_of[tp], lg) for tp, lg in self._logs.items()]
+        for d, lg in logs:
+            try:
+                lg.close()
+            except (OSError, errors.KafkaStorageError) as e:
+                log.error("closing %s failed, its dir is recovered at the next start: %s", lg.dir, e)
+                clean.discard(d)
+        for checkpoint in (self.checkpoint_recovery_points, self.checkpoint_log_start_offsets,
+                           self.checkpoint_high_watermarks):
+            try:
+                checkpoint()
+            except OSError as e:      # one call writes every dir's file: which one failed is unknown
+                log.error("checkpoint at shutdown failed, every log dir is recovered at the next start: %s", e)
+                clean.clear()
+        for d in sorted(clean):
+            try:
+                with open(os.path.join(d, CLEAN_SHUTDOWN_FILE), "w"):
+                    pass
+            except OSError as e:
+                log.error("no clean-shutdown marker in %s, it is recovered at the next start: %s", d, e)
         self._release_locks()
 
     def _release_locks(self) -> None:

@@ -1,0 +1,131 @@
+"""A full disk is KAFKA_STORAGE_ERROR, never a crash.
+
+The indexes are sparse files written through a mapping; a store into a hole on a full disk is
+answered with SIGBUS, which kills the process. Each case runs in a child process on a small tmpfs
+of its own (mounted as root: the test fails rather than skipping if it cannot), so a SIGBUS shows
+as the child's signal instead of taking pytest down with it.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+# Shared by the children: the log lives on the small filesystem, FILL eats what is left of it.
+PRELUDE = """
+import os, sys
+from fastkafka import errors
+from fastkafka.log import LogManager
+from fastkafka.records import build_batch, iter_batches
+
+fs = sys.argv[1]
+FILL = os.path.join(fs, "fill")
+
+def fill_disk():
+    fd = os.open(FILL, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError as e:
+        assert e.errno == 28, e
+    finally:
+        os.close(fd)
+
+def values(log):
+    region = log.read(0, 1 << 20)
+    return [r.value for b in iter_batches(region.read_bytes()) for r in b.records()]
+
+def batch(v):
+    return bytearray(build_batch([(None, v, [], 1000)]))
+
+def open_log():
+    mgr = LogManager({"log.dirs": os.path.join(fs, "data")}, start_scheduler=False)
+    return mgr, mgr.get_or_create_log("t", 0, {"index.interval.bytes": 0})
+"""
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, f"this test needs root to mount a small tmpfs: {out.stderr}"
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def run_child(body: str, fs) -> str:
+    out = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body), str(fs)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != -signal.SIGBUS, f"killed by SIGBUS\n{out.stdout}{out.stderr}"
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout + out.stderr
+
+
+def test_an_append_whose_index_entry_needs_a_new_block_is_refused_and_leaves_the_log_as_it_was(small_fs):
+    # An offset index entry per batch (index.interval.bytes 0), batches of B bytes, and a first
+    # batch that puts the log's end mid-page when the index's first page (512
+    # entries) is nearly full. Then the disk fills: the log's page still has room, the index
+    # needs its second page. Before, the store into that hole killed the process.
+    out = run_child("""
+        mgr, log = open_log()
+        index = lambda: log.segments[-1].offset_index()
+        B = len(batch(b"v000"))
+        pad = next(p for p in (batch(b"p" * n) for n in range(5000)) if (len(p) + 512 * B) % 4096 == 1000)
+        log.append(pad)
+        for i in range(500):
+            log.append(batch(b"v%03d" % i))
+        assert index().entries == 500 and log.size % 4096 == (1000 - 12 * B) % 4096, (index().entries, log.size)
+        fill_disk()
+        taken = 500
+        while True:
+            size = log.size
+            try:
+                log.append(batch(b"v%03d" % taken))
+            except errors.KafkaStorageError as e:
+                print("refused:", e)
+                break
+            taken += 1
+        # the log's page had room: the refusal was the index's, before a byte reached the log
+        assert size % 4096 + B <= 4096 and log.size == size and index().entries == taken < 512, (size, taken)
+        assert log.log_end_offset == taken + 1 and values(log)[1:] == [b"v%03d" % i for i in range(taken)]
+        os.unlink(FILL)
+        assert log.append(batch(b"v%03d" % taken)).base_offset == taken + 1
+        mgr.shutdown()
+        mgr, log = open_log()
+        assert values(log)[1:] == [b"v%03d" % i for i in range(taken + 1)]
+        mgr.shutdown()
+        print("ok")
+    """, small_fs)
+    assert "refused:" in out and "No space left on device" in out and "ok" in out.splitlines()
+
+
+def test_a_log_manager_stops_on_a_full_disk_without_its_marker_and_recovers_the_log_whole(small_fs):
+    # Closing and checkpointing find no room: shutdown logs it and goes on; the dir gets no
+    # clean-shutdown marker, so the next start recovers its logs.
+    out = run_child("""
+        from fastkafka.log.checkpoints import CLEAN_SHUTDOWN_FILE
+        mgr, log = open_log()
+        for i in range(200):
+            log.append(batch(b"v%d" % i))
+        mgr.shutdown()
+        mgr, log = open_log()
+        log.append(batch(b"v200"))
+        fill_disk()
+        mgr.shutdown()
+        assert not os.path.exists(os.path.join(fs, "data", CLEAN_SHUTDOWN_FILE))
+        os.unlink(FILL)
+        mgr, log = open_log()
+        assert values(log) == [b"v%d" % i for i in range(201)]
+        mgr.shutdown()
+        print("ok")
+    """, small_fs)
+    assert "recovered at the next start: [Errno 28] No space left on device" in out and "ok" in out.splitlines()
