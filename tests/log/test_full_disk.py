@@ -7,6 +7,7 @@ as the child's signal instead of taking pytest down with it.
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -14,7 +15,11 @@ import textwrap
 
 import pytest
 
+from support.disks import small_tmpfs
+
 pytestmark = pytest.mark.timeout(120)
+
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Shared by the children: the log lives on the small filesystem, FILL eats what is left of it.
 PRELUDE = """
@@ -22,19 +27,13 @@ import os, sys
 from fastkafka import errors
 from fastkafka.log import LogManager
 from fastkafka.records import build_batch, iter_batches
+from support.disks import fill
 
 fs = sys.argv[1]
 FILL = os.path.join(fs, "fill")
 
 def fill_disk():
-    fd = os.open(FILL, os.O_WRONLY | os.O_CREAT)
-    try:
-        while True:
-            os.write(fd, b"x" * 4096)
-    except OSError as e:
-        assert e.errno == 28, e
-    finally:
-        os.close(fd)
+    fill(FILL)
 
 def values(log):
     region = log.read(0, 1 << 20)
@@ -51,20 +50,14 @@ def open_log():
 
 @pytest.fixture
 def small_fs(tmp_path):
-    mnt = tmp_path / "fs"
-    mnt.mkdir()
-    out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, f"this test needs root to mount a small tmpfs: {out.stderr}"
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=True)
+    with small_tmpfs(tmp_path / "fs") as fs:
+        yield fs
 
 
 def run_child(body: str, fs) -> str:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([TESTS, os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body), str(fs)],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode != -signal.SIGBUS, f"killed by SIGBUS\n{out.stdout}{out.stderr}"
     assert out.returncode == 0, out.stdout + out.stderr
     return out.stdout + out.stderr
