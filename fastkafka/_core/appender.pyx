@@ -283,7 +283,7 @@ cdef class Appender:
         >>> from fastkafka._core.segment import IndexCursor, SegmentFile
         >>> from fastkafka.log.log import LogAppendInfo
         >>> from fastkafka.records import build_batch
-        >>> d = tempfile.mkdtemp()
+        >>> tmpdir = tempfile.TemporaryDirectory(); d = tmpdir.name
         >>> def indexes():
         ...     oi = OffsetIndex(os.path.join(d, "0.index"), 0, 4096)
         ...     ti = TimeIndex(os.path.join(d, "0.timeindex"), 0, 4096)
@@ -294,6 +294,7 @@ cdef class Appender:
         LogAppendInfo(base_offset=0, last_offset=0, log_append_time=-1, log_start_offset=0)
         >>> a.next_offset, a.size
         (1, 70)
+        >>> tmpdir.cleanup()
     """
 
     def __init__(self, lock, type info_type not None, clock, flush):

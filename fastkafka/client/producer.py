@@ -281,8 +281,9 @@ class Producer:
             >>> import tempfile
             >>> from fastkafka.config import KafkaConfig
             >>> from fastkafka.server.broker import Broker
+            >>> tmpdir = tempfile.TemporaryDirectory()
             >>> b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0",
-            ...                         "log.dirs": tempfile.mkdtemp()}))
+            ...                         "log.dirs": tmpdir.name}))
             >>> b.startup(); _ = b.topics.create("out", 1); _ = b.topics.create("in", 1)
             >>> p = Producer({"bootstrap.servers": f"127.0.0.1:{b.port}", "transactional.id": "tx"})
             >>> p.init_transactions()
@@ -292,7 +293,7 @@ class Producer:
             >>> p.commit_transaction()     # the records, then the COMMIT marker at offset 2
             >>> b.topics.log("out", 0).last_stable_offset
             3
-            >>> p.close(); b.shutdown()
+            >>> p.close(); b.shutdown(); tmpdir.cleanup()
         """
         self._txn().init()
 

@@ -22,13 +22,14 @@ Thread-safe: one lock serialises changes; readers get immutable snapshots.
 Example::
 
     >>> import tempfile
-    >>> store = EmbeddedMetadata(tempfile.mkdtemp())
+    >>> tmpdir = tempfile.TemporaryDirectory(); store = EmbeddedMetadata(tmpdir.name)
     >>> orders = store.create_topic("orders", 3, {"retention.ms": "60000"})
     >>> orders.partitions
     3
     >>> again = EmbeddedMetadata(store.directory)
     >>> sorted(again.topics()), again.topic_name(orders.topic_id)
     (['orders'], 'orders')
+    >>> tmpdir.cleanup()
 """
 from __future__ import annotations
 

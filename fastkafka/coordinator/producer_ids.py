@@ -13,12 +13,13 @@ Thread-safe.
 Example::
 
     >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "producer_id_block")
+    >>> tmpdir = tempfile.TemporaryDirectory(); path = os.path.join(tmpdir.name, "producer_id_block")
     >>> m = ProducerIdManager(FileBlockStore(path), block_size=10)
     >>> m.next_id(), m.next_id()
     (0, 1)
     >>> ProducerIdManager(FileBlockStore(path), block_size=10).next_id()   # after a restart
     10
+    >>> tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -12,9 +12,11 @@ Text layout (one file per log dir, replaced atomically)::
 Example::
 
     >>> import tempfile, os
-    >>> cp = OffsetCheckpointFile(os.path.join(tempfile.mkdtemp(), "recovery-point-offset-checkpoint"))
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> cp = OffsetCheckpointFile(os.path.join(tmpdir.name, "recovery-point-offset-checkpoint"))
     >>> cp.write({("orders", 0): 1234}); cp.read()
     {('orders', 0): 1234}
+    >>> tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -7,13 +7,13 @@ kill -9 leaves nothing to clean up.
 Example::
 
     >>> import tempfile
-    >>> d = tempfile.mkdtemp()
+    >>> tmpdir = tempfile.TemporaryDirectory(); d = tmpdir.name
     >>> first = LogDirLock(d)
     >>> LogDirLock(d)
     Traceback (most recent call last):
     ...
     fastkafka.errors.KafkaStorageError: Failed to acquire lock on file .lock in ...
-    >>> first.release(); LogDirLock(d).release()
+    >>> first.release(); LogDirLock(d).release(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

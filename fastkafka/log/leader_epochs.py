@@ -20,7 +20,7 @@ Text layout (Kafka's ``LeaderEpochCheckpointFile``)::
 Example::
 
     >>> import tempfile
-    >>> cache = LeaderEpochCache(tempfile.mkdtemp(), log_end_offset=0)
+    >>> tmpdir = tempfile.TemporaryDirectory(); cache = LeaderEpochCache(tmpdir.name, log_end_offset=0)
     >>> cache.assign(0, 0), cache.assign(3, 1200), cache.assign(3, 1500)
     (True, True, False)
     >>> cache.entries()
@@ -33,6 +33,7 @@ Example::
     (0, 3)
     >>> LeaderEpochCache(cache.dir, log_end_offset=2000).entries()    # read back from the file
     [(0, 0), (3, 1200)]
+    >>> tmpdir.cleanup()
 """
 from __future__ import annotations
 

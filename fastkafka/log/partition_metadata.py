@@ -14,11 +14,12 @@ the new one.
 Example::
 
     >>> import tempfile, uuid
-    >>> d = tempfile.mkdtemp()
+    >>> tmpdir = tempfile.TemporaryDirectory(); d = tmpdir.name
     >>> read_topic_id(d) is None
     True
     >>> write_topic_id(d, uuid.UUID(int=3)); read_topic_id(d).int
     3
+    >>> tmpdir.cleanup()
 """
 from __future__ import annotations
 

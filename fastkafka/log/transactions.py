@@ -29,7 +29,7 @@ Example::
     >>> import tempfile
     >>> from fastkafka.log import Log
     >>> from fastkafka.records import build_batch
-    >>> log = Log(tempfile.mkdtemp() + "/orders-0")
+    >>> tmpdir = tempfile.TemporaryDirectory(); log = Log(tmpdir.name + "/orders-0")
     >>> def txn(seq):
     ...     return bytearray(build_batch([(b"k", b"v", [], 1)], producer_id=9, producer_epoch=0,
     ...                                  base_sequence=seq, is_transactional=True))
@@ -39,7 +39,7 @@ Example::
     1
     >>> log.last_stable_offset, log.aborted_transactions(0, log.last_stable_offset)
     (2, [(9, 0)])
-    >>> log.close()
+    >>> log.close(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

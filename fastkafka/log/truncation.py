@@ -30,7 +30,7 @@ Example::
     >>> import tempfile
     >>> from fastkafka.log import Log
     >>> from fastkafka.records import build_batch
-    >>> log = Log(tempfile.mkdtemp() + "/orders-0")
+    >>> tmpdir = tempfile.TemporaryDirectory(); log = Log(tmpdir.name + "/orders-0")
     >>> for _ in range(3):
     ...     _ = log.append(bytearray(build_batch([(b"k", b"v", [], 1)])))
     >>> log.delete_records(2), log.log_start_offset, log.log_end_offset
@@ -40,6 +40,7 @@ Example::
     (10, 10, 10, [10])
     >>> log.append(bytearray(build_batch([(b"k", b"v", [], 1)]))).base_offset
     10
+    >>> tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ it, so a reader bounds itself by the length it saw first.
 Example::
 
     >>> import os, tempfile
-    >>> d = tempfile.mkdtemp()
+    >>> tmpdir = tempfile.TemporaryDirectory(); d = tmpdir.name
     >>> idx = TransactionIndex(os.path.join(d, "00000000000000000000.txnindex"))
     >>> idx.entries(), os.path.exists(idx.path)
     ([], False)
@@ -40,6 +40,7 @@ Example::
     ([AbortedTxn(producer_id=7, first_offset=3, last_offset=9, last_stable_offset=10)], True)
     >>> idx.truncate_to(9); os.path.exists(idx.path)
     False
+    >>> tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -37,12 +37,13 @@ Example (``dc1`` mirrored into ``dc2``, whose ``orders`` already held 5 records 
     >>> from fastkafka.server.broker import Broker
     >>> from fastkafka.client import AdminClient, Producer, ProducerData
     >>> from fastkafka.mirror import Mirror
-    >>> def cluster():
-    ...     b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp(),
+    >>> def cluster(log_dir):
+    ...     b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": log_dir,
     ...                             "group.initial.rebalance.delay.ms": 0}))
     ...     b.startup()
     ...     return b, f"127.0.0.1:{b.port}"
-    >>> (dc1, source), (dc2, target) = cluster(), cluster()
+    >>> tmpdir = tempfile.TemporaryDirectory(); tmpdir2 = tempfile.TemporaryDirectory()
+    >>> (dc1, source), (dc2, target) = cluster(tmpdir.name), cluster(tmpdir2.name)
     >>> _ = dc1.topics.create("orders", 1); _ = dc2.topics.create("orders", 1)
     >>> with Producer({"bootstrap.servers": target}) as p:
     ...     _ = p.send(ProducerData("orders", None, [b"dc2's own"] * 5))
@@ -62,7 +63,7 @@ Example (``dc1`` mirrored into ``dc2``, whose ``orders`` already held 5 records 
     >>> with AdminClient({"bootstrap.servers": target}) as a:  # it reads dc1's 1.. 9: no order is missed
     ...     a.committed_offsets("billing")
     {('orders', 0): 6}
-    >>> m.stop(); t.join(); dc1.shutdown(); dc2.shutdown()
+    >>> m.stop(); t.join(); dc1.shutdown(); dc2.shutdown(); tmpdir.cleanup(); tmpdir2.cleanup()
 """
 from __future__ import annotations
 

@@ -95,12 +95,13 @@ class Mirror:
         >>> from fastkafka.config import KafkaConfig
         >>> from fastkafka.server.broker import Broker
         >>> from fastkafka.client import Producer, ProducerData, SimpleConsumer, FetchRequest
-        >>> def cluster():
-        ...     b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp(),
+        >>> def cluster(log_dir):
+        ...     b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": log_dir,
         ...                             "group.initial.rebalance.delay.ms": 0}))
         ...     b.startup()
         ...     return b, f"127.0.0.1:{b.port}"
-        >>> (dc1, source), (dc2, target) = cluster(), cluster()
+        >>> tmpdir = tempfile.TemporaryDirectory(); tmpdir2 = tempfile.TemporaryDirectory()
+        >>> (dc1, source), (dc2, target) = cluster(tmpdir.name), cluster(tmpdir2.name)
         >>> _ = dc1.topics.create("orders", 1, configs={"retention.ms": "86400000"})
         >>> with Producer({"bootstrap.servers": source}) as p:
         ...     _ = p.send(ProducerData("orders", b"customer-7", [b"order 1", b"order 2"],
@@ -118,7 +119,7 @@ class Mirror:
          (1, b'customer-7', b'order 2', [('via', b'web')], 1700000000000)]
         >>> dc2.topics.get("dc1.orders").configs["retention.ms"]
         '86400000'
-        >>> m.stop(); t.join(); c.close(); dc1.shutdown(); dc2.shutdown()
+        >>> m.stop(); t.join(); c.close(); dc1.shutdown(); dc2.shutdown(); tmpdir.cleanup(); tmpdir2.cleanup()
     """
 
     def __init__(self, source: str | dict, target: str | dict, *, topics: list[str] | None = None,

@@ -14,10 +14,11 @@ Example (in-process, as the tests run it)::
 
     >>> import tempfile
     >>> from fastkafka.config import KafkaConfig
-    >>> b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp()}))
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tmpdir.name}))
     >>> b.startup(); b.port > 0
     True
-    >>> b.shutdown()
+    >>> b.shutdown(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

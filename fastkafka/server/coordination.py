@@ -50,7 +50,8 @@ Example::
     >>> from fastkafka.log import LogManager
     >>> from fastkafka.server.purgatory import Purgatory
     >>> from fastkafka.server.topics import TopicManager
-    >>> cfg = KafkaConfig({"log.dirs": tempfile.mkdtemp(), "offsets.topic.num.partitions": 2})
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> cfg = KafkaConfig({"log.dirs": tmpdir.name, "offsets.topic.num.partitions": 2})
     >>> logs = LogManager(cfg)
     >>> topics = TopicManager(cfg, logs, EmbeddedMetadata(cfg.log_dirs[0]), Purgatory("fetch"))
     >>> topics.load()
@@ -59,7 +60,7 @@ Example::
     True
     >>> svc.groups.heartbeat("g", 1, "m")    # no such member
     25
-    >>> svc.stop(); logs.shutdown()
+    >>> svc.stop(); logs.shutdown(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

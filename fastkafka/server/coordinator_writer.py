@@ -19,7 +19,7 @@ Thread-safe. Example (broker 1 leads ``__consumer_offsets-0`` in epoch 3, broker
     >>> from fastkafka.log import Log
     >>> from fastkafka.records import build_batch
     >>> from fastkafka.server.purgatory import Purgatory
-    >>> log = Log(tempfile.mkdtemp() + "/__consumer_offsets-0")
+    >>> tmpdir = tempfile.TemporaryDirectory(); log = Log(tmpdir.name + "/__consumer_offsets-0")
     >>> part = Partition("__consumer_offsets", 0, 1, log)
     >>> part.become_leader(epoch=3, replicas=(1, 2), isr=(1, 2), version=0, now=0)
     >>> replicas = NS(get=lambda t, p: part, produce_purgatory=Purgatory("produce"))
@@ -28,7 +28,7 @@ Thread-safe. Example (broker 1 leads ``__consumer_offsets-0`` in epoch 3, broker
     >>> hw = log.update_high_watermark(1)                                  # broker 2 fetched it
     >>> woken = replicas.produce_purgatory.check(("__consumer_offsets", 0))
     0
-    >>> replicas.produce_purgatory.shutdown(); log.close()
+    >>> replicas.produce_purgatory.shutdown(); log.close(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ Example::
 
     >>> import tempfile
     >>> from fastkafka.cluster.embedded import EmbeddedMetadata
-    >>> store = EmbeddedMetadata(tempfile.mkdtemp())
+    >>> tmpdir = tempfile.TemporaryDirectory(); store = EmbeddedMetadata(tmpdir.name)
     >>> dyn = DynamicBrokerConfig(KafkaConfig({"log.retention.hours": 1}), store, broker_id=0)
     >>> dyn.alter(DEFAULT_ENTITY, {"log.retention.ms": "60000"}); dyn.refresh()
     True
@@ -30,6 +30,7 @@ Example::
     ... except errors.InvalidRequestError as e:
     ...     print(e)
     Cannot update these configs dynamically: num.io.threads
+    >>> tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -15,13 +15,14 @@ Example (a broker with metrics on an ephemeral port)::
     >>> import tempfile, urllib.request
     >>> from fastkafka.config import KafkaConfig
     >>> from fastkafka.server.broker import Broker
-    >>> b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp(),
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> b = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tmpdir.name,
     ...                         "metrics.port": 0}))
     >>> b.startup()
     >>> text = urllib.request.urlopen(f"http://127.0.0.1:{b.metrics_port}/metrics").read().decode()
     >>> "kafka_server_socketservermetrics_connection_count 0.0" in text
     True
-    >>> b.shutdown()
+    >>> b.shutdown(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

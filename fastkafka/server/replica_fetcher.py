@@ -39,10 +39,11 @@ Example (a single broker as the leader, a bare Log as the copy)::
     >>> from fastkafka.log import Log
     >>> from fastkafka.records import build_batch
     >>> from fastkafka.server.broker import Broker
-    >>> leader = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp()}))
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> leader = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tmpdir.name}))
     >>> leader.startup(); _ = leader.topics.create("orders", 1)
     >>> _ = leader.topics.log("orders", 0).append(bytearray(build_batch([(b"k", b"v", [], 1)])))
-    >>> copy = Log(tempfile.mkdtemp() + "/orders-0")
+    >>> tmpdir2 = tempfile.TemporaryDirectory(); copy = Log(tmpdir2.name + "/orders-0")
     >>> f = ReplicaFetcher(2, 1, lambda: ("127.0.0.1", leader.port), lambda t, p: copy, KafkaConfig({}))
     >>> f.add("orders", 0, epoch=0); f.start()
     >>> for _ in range(200):
@@ -53,6 +54,7 @@ Example (a single broker as the leader, a bare Log as the copy)::
     >>> copy.log_end_offset, copy.read(0, 1 << 20).read_bytes()[12:] == (
     ...     leader.topics.log("orders", 0).read(0, 1 << 20).read_bytes()[12:])
     (1, True)
+    >>> tmpdir.cleanup(); tmpdir2.cleanup()
 """
 from __future__ import annotations
 

@@ -21,14 +21,14 @@ Thread-safe. Example (the metadata cache as the controller left it: broker 1 lea
     >>> from fastkafka.cluster.metadata import PartitionView
     >>> from fastkafka.config import KafkaConfig
     >>> from fastkafka.log import Log
-    >>> log = Log(tempfile.mkdtemp() + "/orders-0")
+    >>> tmpdir = tempfile.TemporaryDirectory(); log = Log(tmpdir.name + "/orders-0")
     >>> md = NS(partition=lambda t, p: PartitionView(1, 2, (1, 2, 3), (1, 2, 3)), state_version=lambda t, p: 0,
     ...         add_listener=lambda cb: None, remove_listener=lambda cb: None, brokers=lambda: {})
     >>> topics = NS(local_logs=lambda: {("orders", 0): log}, local_log=lambda t, p: log)
     >>> rm = ReplicaManager(KafkaConfig({"broker.id": 1}), topics, md, Purgatory("fetch")); rm.start()
     >>> rm.get("orders", 0), log.leader_epochs.entries(), log.high_watermark_follows_end
     (Partition(orders-0 leader epoch=2 isr=[1, 2, 3]), [(2, 0)], False)
-    >>> rm.stop()
+    >>> rm.stop(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -13,12 +13,13 @@ Example::
     >>> import tempfile
     >>> from fastkafka.config import KafkaConfig
     >>> from fastkafka.server.broker import Broker
-    >>> broker = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tempfile.mkdtemp()}))
+    >>> tmpdir = tempfile.TemporaryDirectory()
+    >>> broker = Broker(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tmpdir.name}))
     >>> broker.startup()
     >>> svc = broker.services
     >>> svc.broker_id, svc.replicas is None, svc.endpoint("PLAINTEXT")[1] == broker.port
     (0, True, True)
-    >>> broker.shutdown()
+    >>> broker.shutdown(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ Contract, all non-blocking, used only by the processor thread owning the connect
 Example (the client a thread on the other end of a socketpair)::
 
     >>> import selectors, socket, subprocess, tempfile, threading
-    >>> d = tempfile.mkdtemp()
+    >>> tmpdir = tempfile.TemporaryDirectory(); d = tmpdir.name
     >>> _ = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=x", "-days",
     ...                     "1", "-keyout", f"{d}/key", "-out", f"{d}/cert"], capture_output=True, check=True)
     >>> server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); server.load_cert_chain(f"{d}/cert", f"{d}/key")
@@ -42,7 +42,7 @@ Example (the client a thread on the other end of a socketpair)::
     >>> key = sel.modify(ours, selectors.EVENT_READ); events = sel.select(5)
     >>> buf = bytearray(16); bytes(buf[:t.recv_into(buf)])
     b'hi'
-    >>> sel.close(); t.close(); peer.join()
+    >>> sel.close(); t.close(); peer.join(); tmpdir.cleanup()
 """
 from __future__ import annotations
 

@@ -126,18 +126,16 @@ def test_command_line_help_and_unreachable_broker():
     assert "127.0.0.1:1" in r.stderr
 
 
-def test_version_and_a_closed_pipe():
+def test_version_and_a_closed_pipe(tmp_path):
     import importlib.metadata
     import subprocess
     out = subprocess.run([sys.executable, "-m", "fastkafka", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == importlib.metadata.version("fastkafka")
     # `fastkafka dump-log ... | head -1`: the reader goes away, the tool stops quietly
-    import tempfile
     from fastkafka.config import LogConfig
     from fastkafka.log import Log
     from fastkafka.records import build_batch
-    d = tempfile.mkdtemp()
-    lg = Log(os.path.join(d, "t-0"), LogConfig(), clean_shutdown=True)
+    lg = Log(str(tmp_path / "t-0"), LogConfig(), clean_shutdown=True)
     for i in range(2000):
         lg.append(bytearray(build_batch([(b"k", b"v" * 50, [], 1000 + i)])))
     lg.close()

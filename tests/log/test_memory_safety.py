@@ -19,8 +19,9 @@ from .conftest import batch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_child(code: str, timeout: float = 120) -> str:
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def run_child(code: str, tmp_path, timeout: float = 120) -> str:
+    # the child's tempfile.mkdtemp() lands in the test's own tmp_path
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), TMPDIR=str(tmp_path))
     p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(code)],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, f"child exited with {p.returncode}:\n{p.stdout}\n{p.stderr[-3000:]}"
@@ -55,7 +56,7 @@ def test_a_closed_index_raises_instead_of_reading_the_unmapped_pages(tmp_path):
     f.close()
 
 
-def test_reset_after_trim_touches_only_the_file():
+def test_reset_after_trim_touches_only_the_file(tmp_path):
     # after a trim the mapping reaches past the end of the file: a memset of the whole mapping
     # there is a SIGBUS
     run_child("""
@@ -67,7 +68,7 @@ def test_reset_after_trim_touches_only_the_file():
         idx.trim()
         idx.reset()
         assert idx.entries == 0 and os.path.getsize(p) == 8
-    """)
+    """, tmp_path)
 
 
 def test_a_failed_pread_raises(tmp_path):
@@ -134,11 +135,11 @@ READERS_VS_CLOSE = """
     "log.truncate_to(end - 1); log.append(bytearray(build_batch([(b'k', b'v' * 50, [], 1299)])));"
     " log.update_high_watermark(log.log_end_offset); log.roll()",
 ])
-def test_lock_free_readers_survive_the_writer_closing_indexes(writer):
+def test_lock_free_readers_survive_the_writer_closing_indexes(writer, tmp_path):
     """Fetches and ListOffsets run without the log's lock; closing a log (or reopening a segment
     as active) must never unmap an index under one of them. Before the fix this died of SIGSEGV
     within about a second."""
-    assert int(run_child(READERS_VS_CLOSE.replace("WRITER", writer))) > 0
+    assert int(run_child(READERS_VS_CLOSE.replace("WRITER", writer), tmp_path)) > 0
 
 
 def test_a_new_empty_partition_maps_no_index(make_log):
