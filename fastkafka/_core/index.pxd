@@ -19,7 +19,7 @@ cdef class _MmapIndex:
     cdef int _check_writable(self) except -1
     cdef bint full(self) noexcept
     cdef int _back(self, Py_ssize_t entries) except -1
-    # blocks for `more` entries past the last (OSError ENOSPC on a full disk); the append path's
+    # disk blocks for `more` entries past the last, before the append path writes (OSError: disk full)
     cdef int reserve_entries(self, Py_ssize_t more) except -1
 
 cdef class OffsetIndex(_MmapIndex):

@@ -5,14 +5,15 @@
 #   .timeindex 12 bytes per entry: timestamp int64 | relativeOffset int32
 # Entries are strictly increasing (offsets; timestamps), so lookups are a floor binary search.
 # A writable index is preallocated to log.index.size.max.bytes (a sparse file) and mapped whole;
-# `entries` says how many slots are used. A store into a hole of that file needs a new block, and
-# on a full disk the kernel answers the store with SIGBUS, which would kill the broker: so blocks
-# are allocated (posix_fallocate) a page at a time before entries are stored there, and a full
-# disk is an OSError from `append`/`reserve` (KAFKA_STORAGE_ERROR to the client), never a store
-# that faults. The slot after the last entry is always backed too: the final time index entry
-# written at roll or close then needs no new block. On roll it is trimmed to entries * entry_size, so a
+# `entries` says how many slots are used. On roll it is trimmed to entries * entry_size, so a
 # cleanly closed index's length gives its entry count; an untrimmed file left by a crash fails
 # is_valid() (zeros are not increasing) and is rebuilt from the log, as all indexes are derived data.
+#
+# A store into a hole of the sparse file needs a new block, and on a full disk the kernel answers
+# that store with SIGBUS, which kills the broker. So blocks are allocated (posix_fallocate) a page
+# at a time before entries are stored there: a full disk is an OSError from `append`/`reserve`
+# (KAFKA_STORAGE_ERROR to the client), never a store that faults. The slot after the last entry is
+# always backed too, so the final time index entry written at roll or close needs no new block.
 #
 # Thread-safety: one writer (the Log holding its lock) appends/truncates; readers call lookup
 # concurrently. An entry is written before `entries` is bumped, so a reader sees whole entries.
