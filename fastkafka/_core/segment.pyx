@@ -335,6 +335,8 @@ cdef class IndexCursor:
         # Before n bytes are written: blocks for as many entries as index_run can add for them
         # (one, then one per index_interval bytes past it, and no more than one per batch), so a
         # full disk refuses the append before its bytes reach the log.
+        if self.bytes_since_last_index_entry + n <= self.index_interval:
+            return 0          # no entry can come of these bytes (most small appends)
         cdef int64_t most = n // max(self.index_interval + 1, BATCH_OVERHEAD) + 1
         oi.reserve_entries(most)
         ti.reserve_entries(most)
