@@ -254,6 +254,6 @@ def test_readers_and_a_writer_racing_repeated_merges(tmp_path):
         assert not errors, errors
         print(passes, reads[0], len(log.segments), round(time.monotonic() - began, 1))
         log.close()
-    """)
+    """, tmp_path)
     passes, reads = map(int, out.split()[:2])
     assert passes >= 3 and reads > 0, out
