@@ -11,7 +11,7 @@
 #
 # A store into a hole of the sparse file needs a new block, and on a full disk the kernel answers
 # that store with SIGBUS, which kills the broker. So blocks are allocated (posix_fallocate) a page
-# at a time before entries are stored there: a full disk is an OSError from `append`/`reserve`
+# at a time before entries are stored there: a full disk is an OSError from an append
 # (KAFKA_STORAGE_ERROR to the client), never a store that faults. The slot after the last entry is
 # always backed too, so the final time index entry written at roll or close needs no new block.
 #
@@ -131,12 +131,6 @@ cdef class _MmapIndex:
             raise OSError(err, os.strerror(err), self.path)
         self.backed = end
         return 0
-
-    def reserve(self, Py_ssize_t more):
-        """Allocate disk blocks for ``more`` entries past the last one (capped at the maximum), so
-        appending them cannot fail for a full disk; OSError (ENOSPC) if the disk has no room.
-        Writer only."""
-        self.reserve_entries(more)
 
     cdef int reserve_entries(self, Py_ssize_t more) except -1:
         self._check_writable()
