@@ -10,10 +10,10 @@ from fastkafka.log.files import FileCache
 from fastkafka.log.cleaner_swap import MAX_RELATIVE_OFFSET, SegmentInfo, group_segments
 from fastkafka.log.scheduler import Scheduler
 from fastkafka.records import build_batch, iter_batches
+from support.child import run_child
 
 from .conftest import clean_crashing_at, swap_steps_of
 from .test_cleaner import all_records
-from .test_memory_safety import run_child
 
 
 def info(base, end, size=100, oi=8, ti=12):

@@ -7,23 +7,18 @@ as the child's signal instead of taking pytest down with it.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
+from support.child import run_child
 from support.disks import small_tmpfs
 
 pytestmark = pytest.mark.timeout(120)
 
-TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 # Shared by the children: the log lives on the small filesystem, FILL eats what is left of it.
 PRELUDE = """
-import os, sys
+import logging, os, sys
 from fastkafka import errors
 from fastkafka.log import LogManager
 from fastkafka.records import build_batch, iter_batches
@@ -31,9 +26,7 @@ from support.disks import fill
 
 fs = sys.argv[1]
 FILL = os.path.join(fs, "fill")
-
-def fill_disk():
-    fill(FILL)
+logging.basicConfig(stream=sys.stdout, format="%(message)s")   # what the broker logs, for the test to read
 
 def values(log):
     region = log.read(0, 1 << 20)
@@ -54,21 +47,17 @@ def small_fs(tmp_path):
         yield fs
 
 
-def run_child(body: str, fs) -> str:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([TESTS, os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body), str(fs)],
-                         capture_output=True, text=True, timeout=60, env=env)
-    assert out.returncode != -signal.SIGBUS, f"killed by SIGBUS\n{out.stdout}{out.stderr}"
-    assert out.returncode == 0, out.stdout + out.stderr
-    return out.stdout + out.stderr
+def run(body: str, fs) -> str:
+    """The child's stdout (and log); a SIGBUS is its exit code -7."""
+    return run_child(PRELUDE + textwrap.dedent(body), fs.parent, str(fs), timeout=60)
 
 
 def test_an_append_whose_index_entry_needs_a_new_block_is_refused_and_leaves_the_log_as_it_was(small_fs):
     # An offset index entry per batch (index.interval.bytes 0), batches of B bytes, and a first
-    # batch that puts the log's end mid-page when the index's first page (512
-    # entries) is nearly full. Then the disk fills: the log's page still has room, the index
-    # needs its second page. Before, the store into that hole killed the process.
-    out = run_child("""
+    # batch that puts the log's end mid-page when the index's first page (512 entries) is nearly
+    # full. Then the disk fills: the log's page still has room, the index needs its second page.
+    # Before, the store into that hole killed the process.
+    out = run("""
         mgr, log = open_log()
         index = lambda: log.segments[-1].offset_index()
         B = len(batch(b"v000"))
@@ -77,7 +66,7 @@ def test_an_append_whose_index_entry_needs_a_new_block_is_refused_and_leaves_the
         for i in range(500):
             log.append(batch(b"v%03d" % i))
         assert index().entries == 500 and log.size % 4096 == (1000 - 12 * B) % 4096, (index().entries, log.size)
-        fill_disk()
+        fill(FILL)
         taken = 500
         while True:
             size = log.size
@@ -104,7 +93,7 @@ def test_an_append_whose_index_entry_needs_a_new_block_is_refused_and_leaves_the
 def test_a_log_manager_stops_on_a_full_disk_without_its_marker_and_recovers_the_log_whole(small_fs):
     # Closing and checkpointing find no room: shutdown logs it and goes on; the dir gets no
     # clean-shutdown marker, so the next start recovers its logs.
-    out = run_child("""
+    out = run("""
         from fastkafka.log.checkpoints import CLEAN_SHUTDOWN_FILE
         mgr, log = open_log()
         for i in range(200):
@@ -112,7 +101,7 @@ def test_a_log_manager_stops_on_a_full_disk_without_its_marker_and_recovers_the_
         mgr.shutdown()
         mgr, log = open_log()
         log.append(batch(b"v200"))
-        fill_disk()
+        fill(FILL)
         mgr.shutdown()
         assert not os.path.exists(os.path.join(fs, "data", CLEAN_SHUTDOWN_FILE))
         os.unlink(FILL)

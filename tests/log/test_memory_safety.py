@@ -3,29 +3,14 @@
 Each crash-prone scenario runs in a child interpreter: a dereference of an unmapped index is a
 SIGSEGV (exit 139 / -11) that would otherwise take the whole test session down with it.
 """
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 from fastkafka._core.index import OffsetIndex, TimeIndex
 from fastkafka._core.segment import IndexCursor, SegmentFile
 from fastkafka.records import build_batch
+from support.child import run_child
 
 from .conftest import batch
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def run_child(code: str, tmp_path, timeout: float = 120) -> str:
-    # the child's tempfile.mkdtemp() lands in the test's own tmp_path
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), TMPDIR=str(tmp_path))
-    p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(code)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    assert p.returncode == 0, f"child exited with {p.returncode}:\n{p.stdout}\n{p.stderr[-3000:]}"
-    return p.stdout
 
 
 def test_a_closed_index_raises_instead_of_reading_the_unmapped_pages(tmp_path):
