@@ -20,6 +20,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from support.brokers import free_port, serve_process, wait_listening  # noqa: E402
+from loadgen import cpu_seconds  # noqa: E402
 from scratch import scratch_dir  # noqa: E402
 
 CASES = {"plain": {}, "idempotent": {"enable.idempotence": True}}
@@ -41,10 +42,6 @@ def main() -> int:
         for f in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
             f.result(10)
 
-        def cpu() -> float:
-            fields = open(f"/proc/{broker.pid}/stat").read().split(")")[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
         value, gb = os.urandom(1000), args.records * 1000 / 1e9
         for r in range(args.rounds):
             for name, conf in CASES.items():
@@ -52,12 +49,12 @@ def main() -> int:
                               "queue.buffering.max.kbytes": 2_000_000, "queue.buffering.max.messages": 1_000_000,
                               **conf})
                 topic = topics.pop()
-                c0, t0 = cpu(), time.monotonic()
+                c0, t0 = cpu_seconds(broker.pid), time.monotonic()
                 for _ in range(args.records):
                     p.produce(topic, value)
                 p.flush(120)
-                took = time.monotonic() - t0
-                print(f"round {r}: {name:<10} {gb * 1e3 / took:7.0f} MB/s, broker {(cpu() - c0) / gb:.2f} CPU-s/GB")
+                took, cpu = time.monotonic() - t0, cpu_seconds(broker.pid) - c0
+                print(f"round {r}: {name:<10} {gb * 1e3 / took:7.0f} MB/s, broker {cpu / gb:.2f} CPU-s/GB")
     finally:
         broker.terminate()
         broker.wait(10)
